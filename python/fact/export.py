@@ -1,0 +1,304 @@
+"""Export an ``nn.Module`` to a FACT graph (JSON, version 1; docs/02-graph-format.md).
+
+The graph is what ``torch.export.export(model, inputs)`` gives, *without* decompositions,
+so it keeps ``aten.linear``, ``aten.matmul``, ``aten.softmax``, ``aten.split``, ... which the
+engine's rules recognise. ``operator.getitem`` nodes are folded away: a node whose result is
+a tuple or list has one output per element, named ``<node>.<i>``.
+
+Only static shapes are supported; anything the format cannot express (symbolic sizes,
+higher-order ops, non-tensor node results, unknown dtypes) raises :class:`ExportError`
+naming the offending node or value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import os
+from typing import Any, Iterable, Sequence
+
+import torch
+import torch.fx
+
+__all__ = ["ExportError", "DTYPE_NAMES", "export", "export_program", "graph_from_program",
+           "write_graph", "tensor_type", "value_types"]
+
+GRAPH_FORMAT = "fact.graph"
+GRAPH_VERSION = 1
+
+#: torch dtypes the graph format can name, mapped to the names it uses.
+DTYPE_NAMES: dict[torch.dtype, str] = {
+    torch.float32: "float32",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float64: "float64",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+
+# InputKind names of torch.export's graph signature -> FACT "kind" of a lifted value.
+_LIFTED_KINDS = {
+    "PARAMETER": "parameter",
+    "BUFFER": "buffer",
+    "CONSTANT_TENSOR": "constant",
+}
+
+
+class ExportError(RuntimeError):
+    """The model cannot be expressed as a FACT graph; the message names what and where."""
+
+
+def export_program(model: torch.nn.Module,
+                   example_inputs: Sequence[Any]) -> torch.export.ExportedProgram:
+    """Run ``torch.export.export(model, tuple(example_inputs))`` (no decompositions).
+
+    Raises:
+        ExportError: torch.export itself failed (the original error is chained).
+    """
+    try:
+        return torch.export.export(model, tuple(example_inputs))
+    except Exception as exc:  # torch raises many types; report them uniformly
+        raise ExportError(f"torch.export.export failed for {type(model).__name__}: "
+                          f"{type(exc).__name__}: {exc}") from exc
+
+
+def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> dict:
+    """Export ``model`` called on ``example_inputs`` as a FACT graph dict.
+
+    Args:
+        model: any module ``torch.export`` accepts; it may live on CPU, CUDA or meta.
+        example_inputs: positional inputs, in call order (tensors of static shape).
+
+    Returns:
+        The graph as a JSON-ready dict (``format``, ``version``, ``name``, ``inputs``,
+        ``params``, ``nodes``, ``outputs``), exactly as docs/02-graph-format.md describes.
+
+    Raises:
+        ExportError: torch.export failed, or the program uses something the format
+            cannot express (symbolic shapes, a higher-order op, a non-tensor result, ...).
+    """
+    ep = export_program(model, example_inputs)
+    return graph_from_program(ep, name=type(model).__name__)
+
+
+def write_graph(graph: dict, path: str | os.PathLike) -> None:
+    """Write a graph dict as JSON to ``path`` (parent folders are created)."""
+    path = os.fspath(path)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(graph, f, indent=1, allow_nan=False)
+        f.write("\n")
+
+
+# --------------------------------------------------------------------------- types
+
+def _static_int(value: Any, what: str) -> int:
+    if isinstance(value, torch.SymInt):
+        raise ExportError(f"{what} is symbolic ({value}); FACT graphs need static shapes "
+                          f"(export without dynamic_shapes)")
+    return int(value)
+
+
+def tensor_type(val: Any, where: str) -> dict:
+    """The FACT ``type`` of a tensor: ``{"dtype", "shape", "strides"}`` (strides in elements).
+
+    Raises:
+        ExportError: ``val`` is not a tensor, its dtype has no FACT name, or a size or
+            stride is symbolic. ``where`` names the value in the message.
+    """
+    if not isinstance(val, torch.Tensor):
+        raise ExportError(f"{where}: expected a tensor, got {type(val).__name__} ({val!r}); "
+                          f"FACT graphs carry tensor values only")
+    if val.dtype not in DTYPE_NAMES:
+        raise ExportError(f"{where}: dtype {val.dtype} is not supported by the FACT graph "
+                          f"format (supported: {', '.join(DTYPE_NAMES.values())})")
+    if val.layout != torch.strided:
+        raise ExportError(f"{where}: layout {val.layout} is not supported (strided only)")
+    shape = [_static_int(s, f"{where}: size {i}") for i, s in enumerate(val.shape)]
+    strides = [_static_int(s, f"{where}: stride {i}") for i, s in enumerate(val.stride())]
+    return {"dtype": DTYPE_NAMES[val.dtype], "shape": shape, "strides": strides}
+
+
+# ------------------------------------------------------------------------ arguments
+
+def _encode_float(x: float) -> Any:
+    if math.isnan(x):
+        return {"float": "nan"}
+    if math.isinf(x):
+        return {"float": "inf" if x > 0 else "-inf"}
+    return float(x)
+
+
+def _encode_arg(arg: Any, refs: dict[str, str], where: str) -> Any:
+    """Encode one FX argument as a FACT argument value (docs/02, "Argument values")."""
+    if isinstance(arg, torch.fx.Node):
+        if arg.name not in refs:
+            raise ExportError(f"{where}: refers to {arg.name}, which is not a tensor value "
+                              f"of the graph")
+        return {"ref": refs[arg.name]}
+    if arg is None or isinstance(arg, (bool, str)):
+        return arg
+    if isinstance(arg, int):
+        return int(arg)
+    if isinstance(arg, float):
+        return _encode_float(arg)
+    if isinstance(arg, (list, tuple)):
+        return [_encode_arg(a, refs, where) for a in arg]
+    if isinstance(arg, torch.dtype):
+        if arg not in DTYPE_NAMES:
+            raise ExportError(f"{where}: dtype argument {arg} is not supported")
+        return {"dtype": DTYPE_NAMES[arg]}
+    if isinstance(arg, torch.device):
+        return {"device": str(arg)}
+    if isinstance(arg, torch.layout):
+        return {"layout": str(arg).removeprefix("torch.")}
+    if isinstance(arg, torch.memory_format):
+        return {"memory_format": str(arg).removeprefix("torch.")}
+    if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        raise ExportError(f"{where}: argument {arg} is symbolic; FACT graphs need static "
+                          f"shapes")
+    raise ExportError(f"{where}: cannot encode argument of type {type(arg).__name__} "
+                      f"({arg!r})")
+
+
+# --------------------------------------------------------------------------- graph
+
+def _op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        kind = ("higher-order op" if isinstance(target, torch._ops.HigherOrderOperator)
+                else "Python callable")
+        raise ExportError(f"node {node.name}: {kind} {target!r} is not supported; FACT graphs "
+                          f"hold ATen OpOverloads only")
+    return str(target)  # "aten.linear.default"
+
+
+def _node_outputs(node: torch.fx.Node) -> list[dict]:
+    val = node.meta.get("val")
+    where = f"node {node.name} ({node.target})"
+    if val is None:
+        return []  # e.g. aten._assert_tensor_metadata: no result
+    if isinstance(val, (list, tuple)):
+        outs = []
+        for i, v in enumerate(val):
+            name = f"{node.name}.{i}"
+            outs.append({"name": name,
+                         "type": None if v is None else tensor_type(v, f"{where} output {i}")})
+        return outs
+    return [{"name": node.name, "type": tensor_type(val, where)}]
+
+
+def _fold_getitem(node: torch.fx.Node, refs: dict[str, str]) -> None:
+    src, index = node.args
+    if not isinstance(src, torch.fx.Node) or src.op != "call_function" \
+            or not isinstance(src.meta.get("val"), (list, tuple)):
+        raise ExportError(f"node {node.name}: getitem of {src} is not an element of a "
+                          f"multi-output ATen node")
+    n = len(src.meta["val"])
+    if not isinstance(index, int) or not -n <= index < n:
+        raise ExportError(f"node {node.name}: getitem index {index!r} out of range for "
+                          f"{src.name} with {n} outputs")
+    if src.meta["val"][index % n] is None:
+        raise ExportError(f"node {node.name}: element {index} of {src.name} is None")
+    refs[node.name] = f"{src.name}.{index % n}"
+
+
+def _lifted_inputs(ep: torch.export.ExportedProgram) -> tuple[dict[str, dict], set[str]]:
+    """Placeholder name -> {"kind", "target"} for lifted values, and the user input names."""
+    lifted: dict[str, dict] = {}
+    user: set[str] = set()
+    for spec in ep.graph_signature.input_specs:
+        kind = spec.kind.name
+        name = getattr(spec.arg, "name", None)
+        if kind == "USER_INPUT":
+            if name is not None:
+                user.add(name)
+            continue
+        if kind not in _LIFTED_KINDS:
+            raise ExportError(f"input {name}: input kind {kind} is not supported")
+        lifted[name] = {"kind": _LIFTED_KINDS[kind], "target": spec.target}
+    return lifted, user
+
+
+def _user_output_names(ep: torch.export.ExportedProgram) -> list[Any]:
+    """The graph's user outputs (buffer mutations and other side outputs are left out)."""
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    values = list(out_node.args[0])
+    kinds = [spec.kind.name for spec in ep.graph_signature.output_specs]
+    if len(kinds) != len(values):
+        return values
+    return [v for v, k in zip(values, kinds) if k == "USER_OUTPUT"]
+
+
+def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") -> dict:
+    """Convert an ``ExportedProgram`` to a FACT graph dict (see :func:`export`).
+
+    Raises:
+        ExportError: the program uses something the FACT format cannot express.
+    """
+    lifted, user_names = _lifted_inputs(ep)
+    refs: dict[str, str] = {}  # FX node name -> FACT value name
+    inputs: list[dict] = []
+    params: list[dict] = []
+    nodes: list[dict] = []
+    for node in ep.graph.nodes:
+        if node.op == "placeholder":
+            where = f"input {node.name}"
+            if node.name in lifted:
+                info = lifted[node.name]
+                params.append({"name": node.name, "kind": info["kind"],
+                               "target": info["target"],
+                               "type": tensor_type(node.meta.get("val"), where)})
+            elif node.name in user_names:
+                val = node.meta.get("val")
+                if not isinstance(val, torch.Tensor):
+                    raise ExportError(f"{where}: user input of type {type(val).__name__} is "
+                                      f"not supported (tensors only)")
+                inputs.append({"name": node.name, "kind": "user_input",
+                               "type": tensor_type(val, where)})
+            else:
+                raise ExportError(f"{where}: placeholder not in the graph signature")
+            refs[node.name] = node.name
+        elif node.op == "call_function":
+            if node.target is operator.getitem:
+                _fold_getitem(node, refs)
+                continue
+            op = _op_name(node)
+            where = f"node {node.name} ({op})"
+            outputs = _node_outputs(node)
+            args = [_encode_arg(a, refs, where) for a in node.args]
+            kwargs = {k: _encode_arg(v, refs, where) for k, v in node.kwargs.items()}
+            if len(outputs) == 1 and outputs[0]["name"] == node.name:
+                refs[node.name] = node.name
+            nodes.append({"name": node.name, "op": op, "args": args, "kwargs": kwargs,
+                          "outputs": outputs})
+        elif node.op == "output":
+            continue
+        else:
+            raise ExportError(f"node {node.name}: FX op {node.op!r} ({node.target}) is not "
+                              f"supported")
+    outputs = [_encode_arg(v, refs, "graph output") for v in _user_output_names(ep)]
+    return {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name,
+            "inputs": inputs, "params": params, "nodes": nodes, "outputs": outputs}
+
+
+def value_types(graph: dict) -> dict[str, dict | None]:
+    """Every value name of a graph dict -> its ``type`` (inputs, params, node outputs)."""
+    types: dict[str, dict | None] = {}
+    for v in _iter_values(graph):
+        types[v["name"]] = v["type"]
+    return types
+
+
+def _iter_values(graph: dict) -> Iterable[dict]:
+    yield from graph["inputs"]
+    yield from graph["params"]
+    for node in graph["nodes"]:
+        yield from node["outputs"]

@@ -1,0 +1,90 @@
+"""Every example problem loads and exports to the graph docs/02 describes.
+
+Models and inputs are moved to the meta device, so the large examples export without
+allocating their operands.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from fact.export import export
+from fact.problem import ProblemError, load_problem
+
+
+def _meta_export(path: str) -> dict:
+    problem = load_problem(path)
+    for x in problem.inputs:
+        assert isinstance(x, torch.Tensor) and x.device.type == "cpu"
+    problem.to("meta")
+    return export(problem.model, problem.inputs)
+
+
+def _type(dtype: str, shape: list[int]) -> dict:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.insert(0, acc)
+        acc *= s
+    return {"dtype": dtype, "shape": shape, "strides": strides}
+
+
+CASES = {
+    "square_4096.py": ("aten.matmul.default", [[4096, 4096], [4096, 4096]], [4096, 4096]),
+    "batched_128x512x1024x2048.py": ("aten.bmm.default",
+                                     [[128, 512, 1024], [128, 1024, 2048]], [128, 512, 2048]),
+    "large_k_256x256x524288.py": ("aten.matmul.default", [[256, 524288], [524288, 256]],
+                                  [256, 256]),
+}
+
+
+@pytest.mark.parametrize("fname", sorted(CASES))
+def test_fp32_gemm_examples(examples_dir: str, fname: str) -> None:
+    op, in_shapes, out_shape = CASES[fname]
+    g = _meta_export(os.path.join(examples_dir, fname))
+    assert g["name"] == "Model"
+    assert g["params"] == []
+    # FX names placeholders after the forward's parameters, lower-cased (A -> a).
+    assert g["inputs"] == [
+        {"name": "a", "kind": "user_input", "type": _type("float32", in_shapes[0])},
+        {"name": "b", "kind": "user_input", "type": _type("float32", in_shapes[1])},
+    ]
+    assert g["nodes"] == [{"name": g["nodes"][0]["name"], "op": op,
+                           "args": [{"ref": "a"}, {"ref": "b"}], "kwargs": {},
+                           "outputs": [{"name": g["nodes"][0]["name"],
+                                        "type": _type("float32", out_shape)}]}]
+    assert g["outputs"] == [{"ref": g["nodes"][0]["name"]}]
+
+
+def test_linear_bf16_example(examples_dir: str) -> None:
+    g = _meta_export(os.path.join(examples_dir, "linear_bf16_8192x4096x4096.py"))
+    assert g["inputs"] == [{"name": "x", "kind": "user_input",
+                            "type": _type("bfloat16", [8192, 4096])}]
+    assert g["params"] == [
+        {"name": "p_fc_weight", "kind": "parameter", "target": "fc.weight",
+         "type": _type("bfloat16", [4096, 4096])},
+        {"name": "p_fc_bias", "kind": "parameter", "target": "fc.bias",
+         "type": _type("bfloat16", [4096])},
+    ]
+    assert g["nodes"] == [{"name": "linear", "op": "aten.linear.default",
+                           "args": [{"ref": "x"}, {"ref": "p_fc_weight"}, {"ref": "p_fc_bias"}],
+                           "kwargs": {},
+                           "outputs": [{"name": "linear",
+                                        "type": _type("bfloat16", [8192, 4096])}]}]
+
+
+def test_example_inputs_are_random_not_zeros(examples_dir: str) -> None:
+    problem = load_problem(os.path.join(examples_dir, "square_4096.py"))
+    a, b = problem.inputs
+    assert a.std().item() == pytest.approx(1.0, rel=0.01)
+    assert not torch.equal(a, b)
+
+
+def test_problem_without_model_is_a_clear_error(tmp_path) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text("import torch\n\ndef get_inputs():\n    return [torch.randn(2)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(ProblemError, match="missing Model"):
+        load_problem(str(path))

@@ -1,0 +1,177 @@
+"""Export of small models, checked field by field against docs/02-graph-format.md."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from fact.export import ExportError, export, write_graph
+
+
+def _f32(shape: list[int], strides: list[int]) -> dict:
+    return {"dtype": "float32", "shape": shape, "strides": strides}
+
+
+class _Linear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)
+
+
+def test_linear_graph_exactly() -> None:
+    g = export(_Linear(), [torch.randn(4, 16)])
+    assert g == {
+        "format": "fact.graph", "version": 1, "name": "_Linear",
+        "inputs": [{"name": "x", "kind": "user_input", "type": _f32([4, 16], [16, 1])}],
+        "params": [
+            {"name": "p_fc_weight", "kind": "parameter", "target": "fc.weight",
+             "type": _f32([8, 16], [16, 1])},
+            {"name": "p_fc_bias", "kind": "parameter", "target": "fc.bias",
+             "type": _f32([8], [1])},
+        ],
+        "nodes": [
+            {"name": "linear", "op": "aten.linear.default",
+             "args": [{"ref": "x"}, {"ref": "p_fc_weight"}, {"ref": "p_fc_bias"}],
+             "kwargs": {},
+             "outputs": [{"name": "linear", "type": _f32([4, 8], [8, 1])}]},
+        ],
+        "outputs": [{"ref": "linear"}],
+    }
+
+
+class _MmTransposed(nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.mm(a, b.t())
+
+
+def test_mm_with_transposed_operand_has_column_major_strides() -> None:
+    g = export(_MmTransposed(), [torch.randn(6, 5), torch.randn(7, 5)])
+    assert [n["op"] for n in g["nodes"]] == ["aten.t.default", "aten.mm.default"]
+    t, mm = g["nodes"]
+    assert t["args"] == [{"ref": "b"}]
+    assert t["outputs"] == [{"name": t["name"], "type": _f32([5, 7], [1, 5])}]
+    assert mm["args"] == [{"ref": "a"}, {"ref": t["name"]}]
+    assert mm["outputs"][0]["type"] == _f32([6, 7], [7, 1])
+    assert g["outputs"] == [{"ref": mm["name"]}]
+    assert g["params"] == []
+
+
+class _Split(nn.Module):
+    def forward(self, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p, q = torch.split(y, 4, -1)
+        return q, p * 2.0
+
+
+def test_split_outputs_are_folded_into_indexed_names() -> None:
+    g = export(_Split(), [torch.randn(8, 8)])
+    split, mul = g["nodes"]  # no getitem nodes
+    assert split["op"] == "aten.split.Tensor"
+    assert split["args"] == [{"ref": "y"}, 4, -1]
+    assert split["outputs"] == [
+        {"name": "split.0", "type": _f32([8, 4], [8, 1])},
+        {"name": "split.1", "type": _f32([8, 4], [8, 1])},
+    ]
+    assert mul["op"] == "aten.mul.Tensor"
+    assert mul["args"] == [{"ref": "split.0"}, 2.0]
+    assert g["outputs"] == [{"ref": "split.1"}, {"ref": mul["name"]}]
+
+
+class _Gelu(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x, approximate="tanh") + 1.0
+
+
+def test_gelu_string_kwarg_and_float_constant(tmp_path) -> None:
+    g = export(_Gelu(), [torch.randn(3, 4)])
+    gelu, add = g["nodes"]
+    assert gelu["op"] == "aten.gelu.default"
+    assert gelu["args"] == [{"ref": "x"}]
+    assert gelu["kwargs"] == {"approximate": "tanh"}
+    assert add["op"] == "aten.add.Tensor"
+    assert add["args"][1] == 1.0 and isinstance(add["args"][1], float)
+    path = tmp_path / "sub" / "graph.json"
+    write_graph(g, path)
+    text = path.read_text()
+    assert '"approximate": "tanh"' in text
+    assert "1.0" in text  # the float keeps its fractional part in JSON
+    assert json.loads(text) == g
+
+
+class _Consts(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mask", torch.ones(2, 3, dtype=torch.bool))
+        self.scale = torch.full((3,), 0.5)  # a plain tensor attribute: a lifted constant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.masked_fill(self.mask, float("-inf"))
+        z = torch.clamp(y, max=float("inf")) * self.scale
+        return z.to(torch.float16)
+
+
+def test_buffers_constants_nonfinite_floats_and_dtype_enums() -> None:
+    g = export(_Consts(), [torch.randn(2, 3)])
+    assert g["params"] == [
+        {"name": "b_mask", "kind": "buffer", "target": "mask",
+         "type": {"dtype": "bool", "shape": [2, 3], "strides": [3, 1]}},
+        {"name": "c_scale", "kind": "constant", "target": "scale",
+         "type": _f32([3], [1])},
+    ]
+    by_op = {n["op"]: n for n in g["nodes"]}
+    assert by_op["aten.masked_fill.Scalar"]["args"] == [
+        {"ref": "x"}, {"ref": "b_mask"}, {"float": "-inf"}]
+    assert by_op["aten.clamp.default"]["args"] == [
+        {"ref": "masked_fill"}, None, {"float": "inf"}]
+    assert by_op["aten.mul.Tensor"]["args"] == [{"ref": "clamp"}, {"ref": "c_scale"}]
+    check = by_op["aten._assert_tensor_metadata.default"]
+    assert check["outputs"] == []  # no result: listed with no outputs
+    assert check["kwargs"] == {"dtype": {"dtype": "float32"}, "device": {"device": "cpu"},
+                               "layout": {"layout": "strided"}}
+    to = by_op["aten.to.dtype"]
+    assert to["args"] == [{"ref": "mul"}, {"dtype": "float16"}]
+    assert to["outputs"] == [{"name": "to", "type": {"dtype": "float16", "shape": [2, 3],
+                                                     "strides": [3, 1]}}]
+    json.dumps(g, allow_nan=False)  # no bare NaN/Infinity in the JSON
+
+
+class _VarMean(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        var, mean = torch.var_mean(x, dim=1)
+        return var + mean
+
+
+def test_tuple_result_with_list_argument() -> None:
+    g = export(_VarMean(), [torch.randn(4, 5)])
+    vm = g["nodes"][0]
+    assert vm["op"] == "aten.var_mean.dim"
+    assert vm["args"] == [{"ref": "x"}, [1]]
+    assert [o["name"] for o in vm["outputs"]] == ["var_mean.0", "var_mean.1"]
+    assert g["nodes"][1]["args"] == [{"ref": "var_mean.0"}, {"ref": "var_mean.1"}]
+
+
+def test_symbolic_shapes_are_rejected_by_name() -> None:
+    from fact.export import graph_from_program
+    batch = torch.export.Dim("batch", min=2, max=64)
+    ep = torch.export.export(_Linear(), (torch.randn(4, 16),),
+                             dynamic_shapes={"x": {0: batch}})
+    with pytest.raises(ExportError, match="symbolic"):
+        graph_from_program(ep)
+
+
+def test_nonfinite_float_encoding() -> None:
+    from fact.export import _encode_arg
+    assert _encode_arg(float("nan"), {}, "t") == {"float": "nan"}
+    assert _encode_arg(-math.inf, {}, "t") == {"float": "-inf"}
+    assert _encode_arg(True, {}, "t") is True
+    assert _encode_arg(torch.device("cuda:0"), {}, "t") == {"device": "cuda:0"}
+    assert _encode_arg(torch.strided, {}, "t") == {"layout": "strided"}
+    assert _encode_arg(torch.contiguous_format, {}, "t") == \
+        {"memory_format": "contiguous_format"}
+    assert _encode_arg(torch.bfloat16, {}, "t") == {"dtype": "bfloat16"}
