@@ -1,0 +1,160 @@
+"""Timing (DESIGN §6, BENCH.md) and the float64 reference.
+
+On CUDA each trial is: a write of twice the L2 size (so no operand is cached), then CUDA
+events around the call. Variants of one problem alternate within each trial round, in one
+process, on the same inputs. Without CUDA the same protocol runs with
+``time.perf_counter`` and no L2 flush (useful for tests only; not a benchmark).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import statistics
+import time
+from typing import Any, Callable, ContextManager, Mapping, Sequence
+
+import torch
+
+from fact.precision import Check, check_output
+
+__all__ = ["Timing", "time_variants", "time_fn", "l2_flush_bytes", "float64_reference",
+           "rel_errors", "to_float64"]
+
+MIN_TRIALS = 20
+
+
+@dataclasses.dataclass
+class Timing:
+    """Times of one variant in milliseconds: ``median_ms``, ``min_ms``, ``max_ms``, all trials."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    trials_ms: list[float]
+
+    @classmethod
+    def of(cls, trials_ms: Sequence[float]) -> "Timing":
+        t = list(trials_ms)
+        return cls(statistics.median(t), min(t), max(t), t)
+
+    def spread(self) -> list[float]:
+        """``[min_ms, max_ms]``, as BENCH.md's ``*_spread_ms`` fields."""
+        return [self.min_ms, self.max_ms]
+
+
+def l2_flush_bytes(device: torch.device | int | None = None) -> int:
+    """Twice the GPU's L2 size in bytes (``L2_cache_size`` of the device properties)."""
+    props = torch.cuda.get_device_properties(device if device is not None
+                                             else torch.cuda.current_device())
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0) or 64 * 2**20
+    return 2 * l2
+
+
+def time_variants(variants: Mapping[str, Callable[[], Any]], trials: int = MIN_TRIALS,
+                  warmup: int = 3,
+                  contexts: Mapping[str, Callable[[], ContextManager[Any]]] | None = None,
+                  device: torch.device | str | None = None) -> dict[str, Timing]:
+    """Time each variant ``trials`` times, alternating variants within each round.
+
+    Args:
+        variants: name -> a callable taking no arguments (it calls the module on fixed
+            inputs). Its result is discarded.
+        trials: timed calls per variant (at least 20 are run whatever is asked).
+        warmup: untimed calls per variant first (compilation, autotuning, caches).
+        contexts: name -> a factory of a context manager entered around that variant's
+            calls, outside the timed region's kernels (e.g. a precision policy).
+        device: the CUDA device; CPU timing when CUDA is unavailable.
+
+    Returns:
+        name -> :class:`Timing` in milliseconds.
+    """
+    trials = max(trials, MIN_TRIALS)
+    contexts = contexts or {}
+    use_cuda = torch.cuda.is_available() and (device is None or
+                                              torch.device(device).type == "cuda")
+
+    def ctx(name: str) -> ContextManager[Any]:
+        return contexts[name]() if name in contexts else contextlib.nullcontext()
+
+    with torch.no_grad():
+        for name, fn in variants.items():
+            with ctx(name):
+                for _ in range(warmup):
+                    fn()
+        if not use_cuda:
+            return _time_cpu(variants, trials, ctx)
+        dev = torch.device(device) if device is not None else torch.device("cuda")
+        flush = torch.empty(l2_flush_bytes(dev), dtype=torch.uint8, device=dev)
+        events = {name: [(torch.cuda.Event(enable_timing=True),
+                          torch.cuda.Event(enable_timing=True)) for _ in range(trials)]
+                  for name in variants}
+        torch.cuda.synchronize(dev)
+        for i in range(trials):
+            for name, fn in variants.items():
+                with ctx(name):
+                    flush.fill_(i & 0xFF)
+                    start, end = events[name][i]
+                    start.record()
+                    fn()
+                    end.record()
+        torch.cuda.synchronize(dev)
+    return {name: Timing.of([s.elapsed_time(e) for s, e in ev]) for name, ev in events.items()}
+
+
+def _time_cpu(variants: Mapping[str, Callable[[], Any]], trials: int,
+              ctx: Callable[[str], ContextManager[Any]]) -> dict[str, Timing]:
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(trials):
+        for name, fn in variants.items():
+            with ctx(name):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return {name: Timing.of(t) for name, t in times.items()}
+
+
+def time_fn(fn: Callable[[], Any], trials: int = MIN_TRIALS, warmup: int = 3) -> Timing:
+    """Time one callable (see :func:`time_variants`)."""
+    return time_variants({"fn": fn}, trials=trials, warmup=warmup)["fn"]
+
+
+# ---------------------------------------------------------------- float64 reference
+
+def to_float64(x: Any, device: torch.device | str | None = None) -> Any:
+    """A copy of ``x`` with every floating tensor as float64 (others copied as they are),
+    moved to ``device`` when given. Tuples, lists and dicts are followed."""
+    if isinstance(x, torch.Tensor):
+        y = x.detach().to(device) if device is not None else x.detach()
+        return y.to(torch.float64) if y.is_floating_point() else y.clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(to_float64(v, device) for v in x)
+    if isinstance(x, dict):
+        return {k: to_float64(v, device) for k, v in x.items()}
+    return x
+
+
+def float64_reference(model: torch.nn.Module, inputs: Sequence[Any],
+                      device: torch.device | str | None = None) -> Any:
+    """The model's output computed in float64.
+
+    A deep copy of ``model`` is cast to float64 and run on float64 copies of ``inputs``, on
+    ``device`` (default: CUDA when available, else CPU). The original model is untouched.
+
+    Returns:
+        The output structure of ``model``, with float64 tensors.
+    """
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    ref_model = copy.deepcopy(model).to(device=device, dtype=torch.float64)
+    with torch.no_grad():
+        out = ref_model(*to_float64(list(inputs), device))
+    del ref_model
+    return out
+
+
+def rel_errors(out: Any, ref: Any, policy: str = "fp32") -> Check:
+    """Max relative error (``max |out − ref| / max |ref|``) and relative Frobenius error
+    (``‖out − ref‖ / ‖ref‖``) of ``out`` vs ``ref``, with the policy's pass/fail."""
+    return check_output(out, ref, policy)

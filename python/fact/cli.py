@@ -1,0 +1,102 @@
+"""The ``fact`` command.
+
+``fact optimize PROBLEM.py [--precision fp32|tf32|bf16] [--out DIR] [--jobs N] [--json PATH]
+[--problem-name NAME] [--inductor]``
+
+PROBLEM.py is in the KernelBench layout (``Model``, ``get_inputs()``,
+``get_init_inputs()``). The model and inputs move to CUDA when it is available; the
+pipeline is :mod:`fact.optimize`'s. Exit status: 0 on success (also when there is no GPU
+and the run stops after compiling), 1 when verification fails, 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from typing import Sequence
+
+import torch
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``fact``."""
+    parser = argparse.ArgumentParser(prog="fact", description="FACT: PyTorch module -> "
+                                     "verified, tuned CUTLASS kernels")
+    sub = parser.add_subparsers(dest="command", required=True)
+    opt = sub.add_parser("optimize", help="export, discover, realize, compose, verify and "
+                         "benchmark one problem file")
+    opt.add_argument("problem", help="PROBLEM.py defining Model, get_inputs, get_init_inputs")
+    opt.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default=None,
+                     help="precision policy (default: from torch.get_float32_matmul_precision)")
+    opt.add_argument("--out", default=None,
+                     help="working directory (default: out/<problem name>)")
+    opt.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
+    opt.add_argument("--json", default=None, help="write the BENCH.md result file here")
+    opt.add_argument("--problem-name", default=None, help="name in the result row "
+                     "(default: the file's stem)")
+    opt.add_argument("--inductor", action="store_true",
+                     help="also time torch.compile (default mode) under the same policy")
+    opt.add_argument("--trials", type=int, default=20, help="timed trials per variant (>= 20)")
+    opt.add_argument("--cache", default=None, help="kernel cache directory for factc realize")
+    opt.add_argument("--factc", default=None, help="factc executable (default: $FACT_FACTC, "
+                     "build/factc, PATH)")
+    opt.add_argument("-v", "--verbose", action="store_true", help="echo the engine's progress")
+    return parser
+
+
+def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from fact.export import ExportError
+    from fact.factc import FactcError
+    from fact.optimize import GpuRequired, optimize
+    from fact.precision import resolve_policy
+    from fact.problem import ProblemError, load_problem
+    from fact.report import bench_document, machine_info, render_text, write_bench
+
+    try:
+        problem = load_problem(args.problem, args.problem_name)
+        if torch.cuda.is_available():
+            problem.to("cuda")
+        policy = resolve_policy(args.precision)
+        module = optimize(problem.model, problem.inputs, precision=policy,
+                          out_dir=args.out or os.path.join("out", problem.name),
+                          jobs=args.jobs, factc=args.factc, cache=args.cache,
+                          inductor=args.inductor, problem_name=problem.name,
+                          trials=args.trials, verbose=args.verbose)
+    except GpuRequired as exc:
+        print(str(exc))
+        return 0
+    except (ProblemError, ExportError, FactcError, ValueError) as exc:
+        print(f"fact: error: {exc}", file=sys.stderr)
+        return 2
+    report = module.report
+    row = report["row"]
+    print(render_text([row]), end="")
+    fact = report["checks"]["fact"]
+    if not row["verified"]:
+        print(f"verification FAILED: {fact['reason']}")
+    if row.get("fallbacks"):
+        print(f"note: {row['fallbacks']} kernel calls fell back to ATen "
+              f"({module.fallback_counts()})")
+    if args.json:
+        command = "fact " + " ".join(shlex.quote(a) for a in argv)
+        doc = bench_document(command, [row], machine_info(report["realized"]))
+        write_bench(args.json, doc)
+        print(f"wrote {args.json}")
+    return 0 if row["verified"] else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fact`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if args.command == "optimize":
+        return _optimize(args, argv)
+    return 2  # argparse rejects unknown commands before this
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Finding and running the engine, ``factc`` (discover, realize, compose)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Sequence
+
+__all__ = ["FactcError", "find_factc", "run_factc"]
+
+_REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class FactcError(RuntimeError):
+    """``factc`` is missing, or one of its commands failed (message: command and stderr)."""
+
+
+def find_factc(explicit: str | None = None) -> str:
+    """The ``factc`` executable: ``explicit``, else ``$FACT_FACTC``, else
+    ``<repo>/build/factc``, else ``factc`` on ``PATH``.
+
+    Raises:
+        FactcError: the one named explicitly or by ``FACT_FACTC`` is not an executable, or
+            none is found.
+    """
+    for source, name in (("the factc argument", explicit),
+                         ("FACT_FACTC", os.environ.get("FACT_FACTC"))):
+        if name:
+            found = name if _is_exe(name) else shutil.which(name)
+            if not found:
+                raise FactcError(f"factc named by {source} ({name}) is not an executable")
+            return found
+    built = os.path.join(_REPO, "build", "factc")
+    if _is_exe(built):
+        return built
+    found = shutil.which("factc")
+    if found:
+        return found
+    raise FactcError(f"factc not found: set FACT_FACTC, build it into {built} "
+                     f"(cmake -B build && cmake --build build), or put it on PATH")
+
+
+def _is_exe(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def run_factc(factc: str, args: Sequence[str], verbose: bool = False) -> float:
+    """Run ``factc <args>``; returns the wall time in seconds.
+
+    The engine's progress (stderr) is echoed when ``verbose``.
+
+    Raises:
+        FactcError: the command exits nonzero; the message has the command and its stderr.
+    """
+    cmd = [factc, *args]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if verbose and proc.stderr:
+        sys.stderr.write(proc.stderr)
+    if proc.returncode != 0:
+        stderr = proc.stderr.strip() or proc.stdout.strip() or "(no output)"
+        raise FactcError(f"command failed (exit {proc.returncode}): "
+                         f"{subprocess.list2cmdline(cmd)}\n{stderr}")
+    return wall

@@ -1,0 +1,137 @@
+"""Benchmark result files (BENCH.md): the machine block, the JSON document, the tables."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+from typing import Any, Iterable, Sequence
+
+import torch
+
+__all__ = ["machine_info", "bench_document", "write_bench", "render_markdown", "render_text",
+           "speedup", "git_commit"]
+
+_REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _run_quiet(cmd: Sequence[str], cwd: str | None = None) -> str:
+    try:
+        out = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def git_commit(repo: str = _REPO) -> str | None:
+    """``git rev-parse --short HEAD`` of the FACT checkout, or ``None`` when unavailable."""
+    if shutil.which("git") is None:
+        return None
+    return _run_quiet(["git", "rev-parse", "--short", "HEAD"], cwd=repo) or None
+
+
+def _driver() -> str | None:
+    if shutil.which("nvidia-smi") is None:
+        return None
+    out = _run_quiet(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+    return out.splitlines()[0].strip() if out else None
+
+
+def machine_info(realized: dict | None = None) -> dict:
+    """BENCH.md's ``machine`` block: gpu, driver, torch, cuda, cutlass, fact_commit.
+
+    ``cutlass`` comes from ``realized.json``; the driver from ``nvidia-smi`` (else from
+    ``realized.json``); missing values are ``None``.
+    """
+    realized = realized or {}
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else realized.get("gpu")
+    return {"gpu": gpu, "driver": _driver() or realized.get("driver"),
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cutlass": realized.get("cutlass"), "fact_commit": git_commit()}
+
+
+def bench_document(command: str, rows: list[dict], machine: dict) -> dict:
+    """The BENCH.md JSON document (``command``, ``date`` in UTC, ``machine``, ``rows``)."""
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {"command": command, "date": date, "machine": machine, "rows": rows}
+
+
+def write_bench(path: str, doc: dict, markdown: bool = True) -> None:
+    """Write ``doc`` as JSON to ``path`` and, if ``markdown``, its table beside it (``.md``)."""
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    if markdown:
+        with open(os.path.splitext(path)[0] + ".md", "w", encoding="utf-8") as f:
+            f.write(render_markdown(doc, source=os.path.basename(path)))
+
+
+def speedup(row: dict, baseline: str = "eager") -> float | None:
+    """``baselines_ms[baseline] / fact_ms``; ``None`` for unverified rows (no claim)."""
+    base = row.get("baselines_ms", {}).get(baseline)
+    if not row.get("verified") or not base or not row.get("fact_ms"):
+        return None
+    return base / row["fact_ms"]
+
+
+def _ms(x: Any) -> str:
+    return f"{x:.3f}" if isinstance(x, (int, float)) else "—"
+
+
+def _cells(row: dict) -> list[str]:
+    s = speedup(row)
+    err = row.get("max_rel_err")
+    kernels = ", ".join(k for k in row.get("kernels", []) if k) or "—"
+    verified = "" if row.get("verified") else " (not verified)"
+    return [row.get("problem", "?"), row.get("policy", "?"),
+            _ms(row.get("baselines_ms", {}).get("eager_fp32")),
+            _ms(row.get("baselines_ms", {}).get("eager")),
+            _ms(row.get("fact_ms")) + verified,
+            f"{s:.2f}x" if s is not None else "—",
+            f"{err:.1e}" if isinstance(err, (int, float)) else "—",
+            f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
+                                                         (int, float)) else "—",
+            kernels]
+
+
+_HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "FACT ms",
+           "speedup vs eager same policy", "max rel err", "compile+tune s", "kernel"]
+
+
+def render_markdown(doc: dict, source: str | None = None) -> str:
+    """A markdown table of a bench document, with the machine in every row's last columns.
+
+    ``source`` names the JSON file the table is rendered from.
+    """
+    m = doc.get("machine", {})
+    header = _HEADER + ["GPU", "torch/CUDA/CUTLASS"]
+    stack = f"{m.get('torch') or '?'} / {m.get('cuda') or '?'} / {m.get('cutlass') or '?'}"
+    lines = [f"<!-- rendered from {source or 'the JSON file beside this one'} -->",
+             f"Command: `{doc.get('command', '')}`  ",
+             f"Date: {doc.get('date', '')}, FACT commit {m.get('fact_commit') or '?'}, "
+             f"driver {m.get('driver') or '?'}",
+             "",
+             "| " + " | ".join(header) + " |",
+             "|" + "|".join("---" for _ in header) + "|"]
+    for row in doc.get("rows", []):
+        cells = _cells(row) + [m.get("gpu") or "?", stack]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    inductor = [r for r in doc.get("rows", []) if "inductor" in r.get("baselines_ms", {})]
+    if inductor:
+        lines += ["", "torch.compile (default mode, same policy):", ""]
+        lines += [f"- {r['problem']}: {_ms(r['baselines_ms']['inductor'])} ms"
+                  for r in inductor]
+    return "\n".join(lines) + "\n"
+
+
+def render_text(rows: Iterable[dict]) -> str:
+    """A plain-text table of rows for the terminal (the columns of the markdown table)."""
+    table = [_HEADER] + [_cells(r) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(_HEADER))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                     for r in table) + "\n"

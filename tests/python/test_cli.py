@@ -1,0 +1,128 @@
+"""The ``fact`` command on CPU, with a stand-in engine (tests/python/fake_factc.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+import torch
+
+from fact.cli import main
+from fact.factc import FactcError, find_factc, run_factc
+
+SMALL_PROBLEM = '''
+"""A small linear + relu problem for tests."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) @ x.t()
+
+
+def get_inputs():
+    return [torch.randn(32, 64)]
+
+
+def get_init_inputs():
+    return [64]
+'''
+
+
+@pytest.fixture
+def fake_factc(tmp_path, monkeypatch) -> str:
+    script = tmp_path / "factc"
+    here = os.path.dirname(os.path.abspath(__file__))
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {here!r})\n"
+                      f"import fake_factc\nsys.exit(fake_factc.main(sys.argv[1:]))\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FACT_FACTC", str(script))
+    monkeypatch.delenv("FAKE_FACTC_GPU", raising=False)
+    return str(script)
+
+
+@pytest.fixture
+def problem_file(tmp_path) -> str:
+    path = tmp_path / "small_linear.py"
+    path.write_text(SMALL_PROBLEM)
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def _restore_precision():
+    before = torch.get_float32_matmul_precision()
+    yield
+    torch.set_float32_matmul_precision(before)
+
+
+def test_problem_without_model_exits_2_with_message(tmp_path, capsys, fake_factc) -> None:
+    path = tmp_path / "nomodel.py"
+    path.write_text("def get_inputs():\n    return []\n\ndef get_init_inputs():\n"
+                    "    return []\n")
+    assert main(["optimize", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "missing Model" in err and str(path) in err
+
+
+def test_no_gpu_stops_after_compiling_and_exits_0(tmp_path, capsys, fake_factc,
+                                                 problem_file) -> None:
+    out = tmp_path / "work"
+    assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.strip() == ("verification and tuning need a GPU: discovered 2 patterns, "
+                            "compiled 2 kernels (cache: /tmp/fake-cache); stopping")
+    graph = json.loads((out / "graph.json").read_text())
+    assert [n["op"] for n in graph["nodes"]] == [
+        "aten.linear.default", "aten.relu.default", "aten.t.default", "aten.matmul.default"]
+    assert json.loads((out / "realized.json").read_text())["policy"] == "tf32"
+    assert not (out / "artifact").exists()
+
+
+def test_full_pipeline_with_vendor_artifact_on_cpu(tmp_path, capsys, fake_factc,
+                                                  problem_file, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
+    out, result = tmp_path / "work", tmp_path / "res" / "bench.json"
+    rc = main(["optimize", problem_file, "--precision", "fp32", "--out", str(out),
+               "--json", str(result), "--problem-name", "small"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "small" in text and "fp32" in text and "cublas_fake" in text
+    doc = json.loads(result.read_text())
+    assert doc["command"].startswith("fact optimize ")
+    assert set(doc["machine"]) == {"gpu", "driver", "torch", "cuda", "cutlass", "fact_commit"}
+    assert doc["machine"]["cutlass"] == "4.2.0"
+    assert doc["machine"]["torch"] == torch.__version__
+    (row,) = doc["rows"]
+    assert row["problem"] == "small" and row["policy"] == "fp32"
+    assert row["verified"] is True
+    assert row["max_rel_err"] < 1e-5
+    assert set(row["baselines_ms"]) == {"eager_fp32", "eager"}
+    assert row["fact_ms"] > 0 and row["fact_spread_ms"][0] <= row["fact_ms"]
+    assert row["kernels"] == ["cublas_fake", "cublas_fake"]
+    assert row["fallbacks"] == 0
+    md = result.with_suffix(".md").read_text()
+    assert "| small | fp32 |" in md
+    # params.pt lets the artifact load without the model.
+    import fact
+    module = fact.load(out / "artifact")
+    assert module(torch.randn(32, 64)).shape == (32, 32)
+
+
+def test_factc_lookup_and_failures(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("FACT_FACTC", str(tmp_path / "nope"))
+    with pytest.raises(FactcError, match="FACT_FACTC"):
+        find_factc()
+    script = tmp_path / "failing"
+    script.write_text("#!/bin/sh\necho 'bad graph: node x' >&2\nexit 3\n")
+    script.chmod(0o755)
+    assert find_factc(str(script)) == str(script)
+    with pytest.raises(FactcError, match=r"exit 3.*discover g\.json\nbad graph: node x"):
+        run_factc(str(script), ["discover", "g.json"])
