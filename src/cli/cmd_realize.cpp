@@ -1,0 +1,35 @@
+// `factc realize plan.json -o realized.json --policy tf32`: stage 2 (docs/04-realization.md).
+#include "cli/commands.h"
+#include "realize/realize.h"
+
+namespace fact::cli {
+
+void add_realize_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("realize", "generate, build, verify and tune kernels for a plan");
+  auto opt = std::make_shared<realize::RealizeOptions>();
+  auto policy = std::make_shared<std::string>("tf32");
+  auto cache = std::make_shared<std::string>();
+  auto plan = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>("realized.json");
+  cmd->add_option("plan", *plan, "plan.json from `factc discover`")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-o,--output", *out, "realized.json to write");
+  cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (DESIGN §4)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR or ~/.cache/fact)");
+  cmd->add_option("-j,--jobs", opt->jobs, "parallel nvcc processes (default: by cores and memory)");
+  cmd->add_option("--tune-budget", opt->tune_budget, "CUTLASS candidates built per pattern, best-ranked first (0 = all)");
+  cmd->add_option("--nvcc", opt->nvcc, "nvcc to use");
+  cmd->add_option("--cutlass", opt->cutlass_dir, "CUTLASS directory (with include/ and tools/util/include/)");
+  cmd->add_option("--trials", opt->trials, "timed trials per candidate (>= 20)")->check(CLI::Range(20, 100000));
+  cmd->add_flag("--no-gpu", opt->no_gpu, "build only, even when a GPU is present");
+  cmd->add_flag("-v,--verbose", opt->verbose, "print every verification result");
+  cmd->callback([=] {
+    opt->plan = *plan;
+    opt->output = *out;
+    opt->policy = realize::parse_policy(*policy);
+    opt->cache_dir = *cache;
+    if (int rc = realize::run_realize(*opt); rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace fact::cli

@@ -1,0 +1,100 @@
+#include "compose/compose.h"
+
+#include <cstdio>
+#include <set>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "common/process.h"
+#include "realize/toolchain.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace fact::compose {
+
+namespace {
+
+json find_by_id(const json& list, const std::string& id) {
+  for (const auto& p : list) if (p.value("id", "") == id) return p;
+  return nullptr;
+}
+
+json find_candidate(const json& pattern, const std::string& kernel) {
+  for (const auto& c : pattern.value("candidates", json::array())) {
+    if (c.value("kernel", "") == kernel) return c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void run_compose(const ComposeOptions& opt) {
+  const json plan = json::parse(read_file(opt.plan));
+  const json realized = json::parse(read_file(opt.realized));
+  if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
+  if (realized.at("gpu").is_null()) {
+    throw Error("realized.json holds no verified kernels (it was made without a GPU): run "
+                "`factc realize` on a machine with a GPU before composing");
+  }
+  fs::create_directories(opt.output);
+  json manifest{{"format", "fact.manifest"}, {"version", 1}, {"policy", realized.at("policy")},
+                {"graph", "graph.json"}, {"library", nullptr}, {"gpu", realized.at("gpu")},
+                {"cc", realized.value("cc", "")}, {"cutlass", realized.value("cutlass", "")},
+                {"nvcc", realized.value("nvcc", "")}};
+  json patterns = json::array();
+  std::vector<fs::path> objects;
+  std::set<std::string> seen_objects;
+  for (const auto& pat : plan.at("patterns")) {
+    const std::string id = pat.at("id");
+    const json r = find_by_id(realized.at("patterns"), id);
+    if (r.is_null()) throw Error("realized.json has no entry for pattern " + id + ": was it made from this plan?");
+    json m{{"id", id}, {"rule", pat.value("rule", "")}, {"nodes", pat.at("nodes")},
+           {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
+           {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
+    // The vendor candidate's time is the "before" of the report.
+    for (const auto& c : r.value("candidates", json::array())) {
+      if (c.value("impl", "") == "vendor" && c.value("status", "") == "ok") m["vendor_ms"] = c.at("median_ms");
+    }
+    if (!r.at("winner").is_null()) {
+      const json w = find_candidate(r, r.at("winner"));
+      m["kernel"] = w.at("kernel");
+      m["impl"] = w.at("impl");
+      m["verified"] = true;
+      m["max_rel_err"] = w.at("max_rel_err");
+      m["time_ms"] = w.at("median_ms");
+      if (w.at("impl") == "cutlass") {
+        m["symbol"] = w.at("symbol");
+        m["workspace_bytes"] = w.value("workspace_bytes", 0);
+        if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
+      }
+    } else {
+      m["verified"] = false;
+      m["note"] = "no candidate passed verification: the pattern stays ATen";
+    }
+    patterns.push_back(m);
+  }
+  manifest["patterns"] = patterns;
+
+  if (!objects.empty()) {
+    const auto tc = realize::find_toolchain(opt.nvcc, "");
+    const fs::path lib = opt.output / "libfact_kernels.so";
+    const fs::path log = opt.output / "link.log";
+    if (int rc = run_process(tc.link_command(objects, lib), log); rc != 0) {
+      throw Error("linking " + lib.string() + " failed (exit " + std::to_string(rc) + "), see " + log.string());
+    }
+    fs::remove(log);
+    manifest["library"] = "libfact_kernels.so";
+  }
+  if (fs::exists(opt.graph)) {
+    fs::copy_file(opt.graph, opt.output / "graph.json", fs::copy_options::overwrite_existing);
+  } else {
+    throw Error("graph " + opt.graph.string() + " not found (pass --graph)");
+  }
+  write_file(opt.output / "manifest.json", manifest.dump(2) + "\n");
+  write_file(opt.output / "report.md", render_report(plan, realized, manifest));
+  std::printf("compose: %zu patterns, %zu CUTLASS kernels linked into %s\n", patterns.size(),
+              objects.size(), (opt.output / "libfact_kernels.so").c_str());
+}
+
+}  // namespace fact::compose

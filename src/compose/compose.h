@@ -1,0 +1,25 @@
+// Stage 3, composition (docs/05-composition.md): plan + realized.json in, artifact out.
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::compose {
+
+struct ComposeOptions {
+  std::filesystem::path plan, realized, graph, output;
+  std::string nvcc;  // linker driver override
+};
+
+/// Writes output/{manifest.json, libfact_kernels.so, graph.json, report.md}. Patterns whose
+/// winner is the vendor path (or that have no winner) stay ATen. Throws fact::Error when
+/// realized.json has no GPU results (nothing was verified: nothing may be composed), when
+/// it does not match the plan, or when linking fails.
+void run_compose(const ComposeOptions& options);
+
+/// The report (markdown) for a plan and its realization; `manifest` gives the choices.
+std::string render_report(const nlohmann::json& plan, const nlohmann::json& realized,
+                          const nlohmann::json& manifest);
+
+}  // namespace fact::compose

@@ -1,0 +1,75 @@
+#include <fmt/format.h>
+
+#include "compose/compose.h"
+
+using nlohmann::json;
+
+namespace fact::compose {
+
+namespace {
+std::string num(const json& v, const char* f = "{:.4f}") {
+  return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : "-";
+}
+std::string problem_text(const json& p) {
+  return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
+                     p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
+                     p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "");
+}
+}  // namespace
+
+std::string render_report(const json& plan, const json& realized, const json& manifest) {
+  std::string s = "# FACT report\n\n";
+  s += fmt::format("- GPU: {} (cc {}), CUDA driver {}, runtime {}\n", realized.value("gpu", "?"),
+                   realized.value("cc", "?"), realized.value("driver", "?"), realized.value("cuda_runtime", "?"));
+  s += fmt::format("- Precision policy: `{}`; nvcc {}; CUTLASS {}\n\n", realized.value("policy", "?"),
+                   realized.value("nvcc", "?"), realized.value("cutlass", "?"));
+  s += "## Patterns\n\n| id | nodes | rule | problem | chosen | impl | vendor ms | chosen ms | speedup | max rel err | compile s | tune s |\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& m : manifest.at("patterns")) {
+    json r;
+    for (const auto& p : realized.at("patterns")) if (p.value("id", "") == m.value("id", "")) r = p;
+    std::string nodes;
+    for (const auto& n : m.at("nodes")) nodes += (nodes.empty() ? "" : ", ") + n.get<std::string>();
+    const bool timed = m.contains("time_ms") && m.contains("vendor_ms");
+    s += fmt::format("| {} | {} | {} | {} | `{}` | {} | {} | {} | {} | {} | {} | {} |\n", m.value("id", ""), nodes,
+                     m.value("rule", ""), problem_text(m.at("problem")),
+                     m.at("kernel").is_null() ? "ATen" : m.at("kernel").get<std::string>(), m.value("impl", ""),
+                     num(m.value("vendor_ms", json())), num(m.value("time_ms", json())),
+                     timed ? fmt::format("{:.2f}x", m.at("vendor_ms").get<double>() / m.at("time_ms").get<double>()) : "-",
+                     num(m.value("max_rel_err", json()), "{:.2e}"), num(r.value("compile_s", json()), "{:.1f}"),
+                     num(r.value("tune_s", json()), "{:.1f}"));
+  }
+  s += "\n## Candidates\n\n";
+  for (const auto& r : realized.at("patterns")) {
+    s += fmt::format("### {}\n\n", r.value("id", ""));
+    if (r.contains("cutlass_unavailable")) s += "CUTLASS candidates: none (" + r.at("cutlass_unavailable").get<std::string>() + ")\n\n";
+    s += "| kernel | impl | status | median ms | min ms | max ms | max rel err | reason |\n|---|---|---|---|---|---|---|---|\n";
+    for (const auto& c : r.value("candidates", json::array())) {
+      s += fmt::format("| `{}` | {} | {} | {} | {} | {} | {} | {} |\n", c.value("kernel", ""), c.value("impl", ""),
+                       c.value("status", ""), num(c.value("median_ms", json())), num(c.value("min_ms", json())),
+                       num(c.value("max_ms", json())), num(c.value("max_rel_err", json()), "{:.2e}"), c.value("reason", ""));
+    }
+    s += "\n";
+  }
+  s += "## Left to ATen\n\n";
+  bool any = false;
+  for (const auto& f : plan.value("rejected", json::array())) {
+    s += fmt::format("- `{}` ({}): rejected by rule {}: {}\n", f.value("node", ""), f.value("op", ""), f.value("rule", ""), f.value("reason", ""));
+    any = true;
+  }
+  for (const auto& f : plan.value("fallback", json::array())) {
+    s += fmt::format("- `{}` ({}): {}\n", f.value("node", ""), f.value("op", ""), f.value("reason", ""));
+    any = true;
+  }
+  for (const auto& m : manifest.at("patterns")) {
+    if (m.value("impl", "") == "vendor") {
+      s += fmt::format("- pattern {} runs its ATen op (cuBLAS): {}\n", m.value("id", ""),
+                       m.at("kernel").is_null() ? "no verified candidate" : "the vendor path was fastest");
+      any = true;
+    }
+  }
+  if (!any) s += "Nothing: every node is inside a FACT pattern.\n";
+  return s;
+}
+
+}  // namespace fact::compose

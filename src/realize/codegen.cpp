@@ -1,0 +1,72 @@
+#include "realize/codegen.h"
+
+#include <map>
+
+#include "common/error.h"
+#include "realize/embedded_templates.h"
+
+namespace fact::realize {
+
+namespace {
+
+std::string cutlass_element(DType d) {
+  switch (d) {
+    case DType::F32: return "float";  // fp32 in memory; the builder maps it to tf32 MMA
+    case DType::F16: return "cutlass::half_t";
+    case DType::BF16: return "cutlass::bfloat16_t";
+  }
+  return "?";
+}
+
+std::string cutlass_layout(Layout l) {
+  return l == Layout::Row ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
+}
+
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    const std::string needle = "{{" + key + "}}";
+    for (auto pos = text.find(needle); pos != std::string::npos;
+         pos = text.find(needle, pos + value.size())) {
+      text.replace(pos, needle.size(), value);
+    }
+  }
+  if (auto pos = text.find("{{"); pos != std::string::npos) {
+    throw Error("kernel template: unfilled placeholder " + text.substr(pos, 32));
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
+  const bool coop = c.schedule == Schedule::Cooperative;
+  const std::string name = gemm_kernel_name(f, c);
+  return substitute(embedded::kGemmSm90Template, {
+      {"NAME", name},
+      {"SYMBOL", kernel_symbol(name)},
+      {"ABI", embedded::kKernelAbiHeader},
+      {"ELEMENT_A", cutlass_element(f.element)},
+      {"ELEMENT_B", cutlass_element(f.element)},
+      {"ELEMENT_D", cutlass_element(f.element)},
+      {"LAYOUT_A", cutlass_layout(f.layout_a)},
+      {"LAYOUT_B", cutlass_layout(f.layout_b)},
+      {"HAS_BIAS", f.bias_n ? "true" : "false"},
+      {"TILE_M", std::to_string(c.tile_m)},
+      {"TILE_N", std::to_string(c.tile_n)},
+      {"TILE_K", std::to_string(c.tile_k)},
+      {"CLUSTER_M", std::to_string(c.cluster_m)},
+      {"CLUSTER_N", std::to_string(c.cluster_n)},
+      {"SCHEDULE", coop ? "cooperative" : "pingpong"},
+      {"KERNEL_SCHEDULE", coop ? "cutlass::gemm::KernelTmaWarpSpecializedCooperative"
+                               : "cutlass::gemm::KernelTmaWarpSpecializedPingpong"},
+      {"EPILOGUE_SCHEDULE", coop ? "cutlass::epilogue::TmaWarpSpecializedCooperative"
+                                 : "cutlass::epilogue::TmaWarpSpecialized"},
+      {"SCHEDULER", c.scheduler == TileScheduler::Persistent ? "persistent" : "stream-K"},
+      {"TILE_SCHEDULER", c.scheduler == TileScheduler::Persistent
+                             ? "cutlass::gemm::PersistentScheduler"
+                             : "cutlass::gemm::StreamKScheduler"},
+      {"EPILOGUE", f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc"},
+  });
+}
+
+}  // namespace fact::realize

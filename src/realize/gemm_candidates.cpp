@@ -1,0 +1,148 @@
+#include "realize/gemm_candidates.h"
+
+#include <dlfcn.h>
+
+#include "realize/cuda_check.h"
+#include "realize/gpu_kernels.h"
+
+namespace fact::realize {
+
+FactGemmArgs make_gemm_args(const GemmProblem& p, const void* a, const void* b, const void* bias,
+                            void* d) {
+  FactGemmArgs args{};
+  args.m = p.m; args.n = p.n; args.k = p.k; args.l = p.l;
+  args.a = a; args.lda = p.lda; args.batch_stride_a = p.batch_stride_a;
+  args.b = b; args.ldb = p.ldb; args.batch_stride_b = p.batch_stride_b;
+  args.bias = bias;
+  args.d = d; args.ldd = p.ldd; args.batch_stride_d = p.batch_stride_d;
+  args.alpha = float(p.alpha);
+  args.beta = float(p.beta);
+  return args;
+}
+
+namespace {
+
+// Row-major D = A*B is column-major D^T = B^T * A^T: cuBLAS sees B first. A row-major
+// operand read column-major is already transposed (op N); a column-major one needs op T.
+struct CublasMapping {
+  cublasOperation_t op_first, op_second;  // for B, then A
+};
+CublasMapping cublas_mapping(const GemmProblem& p) {
+  return {p.layout_b == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T,
+          p.layout_a == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T};
+}
+
+cudaDataType_t cuda_type(DType d) {
+  switch (d) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+class CutlassCandidate final : public GemmCandidate {
+ public:
+  CutlassCandidate(std::string name, void* handle, const std::string& symbol) : name_(std::move(name)), handle_(handle) {
+    auto sym = [&](const char* suffix) {
+      void* f = dlsym(handle_, (symbol + suffix).c_str());
+      if (!f) throw Error("kernel library lacks symbol " + symbol + suffix);
+      return f;
+    };
+    can_implement_ = reinterpret_cast<fact_can_implement_fn>(sym("_can_implement"));
+    workspace_fn_ = reinterpret_cast<fact_workspace_bytes_fn>(sym("_workspace_bytes"));
+    run_ = reinterpret_cast<fact_run_fn>(sym("_run"));
+  }
+  ~CutlassCandidate() override { dlclose(handle_); }
+  const std::string& name() const override { return name_; }
+  const char* impl() const override { return "cutlass"; }
+  size_t workspace_bytes() const override { return workspace_.bytes(); }
+
+  std::string prepare(const FactGemmArgs& args, GpuContext&) override {
+    if (int rc = can_implement_(&args); rc != 0) return "can_implement returned " + std::to_string(rc);
+    const size_t ws = workspace_fn_(&args);
+    if (ws > workspace_.bytes()) workspace_ = DeviceBuffer(ws);
+    return "";
+  }
+  void run(const FactGemmArgs& args, GpuContext& gpu) override {
+    if (int rc = run_(&args, workspace_.get(), workspace_.bytes(), gpu.stream()); rc != 0) {
+      throw Error("kernel " + name_ + " returned " + std::to_string(rc));
+    }
+  }
+
+ private:
+  std::string name_;
+  void* handle_;
+  fact_can_implement_fn can_implement_;
+  fact_workspace_bytes_fn workspace_fn_;
+  fact_run_fn run_;
+  DeviceBuffer workspace_;
+};
+
+class CublasCandidate final : public GemmCandidate {
+ public:
+  CublasCandidate(const GemmProblem& p, Policy policy) : p_(p), name_(cublas_candidate_name(p, policy)) {
+    compute_ = CUBLAS_COMPUTE_32F;
+    if (p.dtype_a == DType::F32 && policy == Policy::TF32) compute_ = CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (p.dtype_a == DType::F32 && policy == Policy::BF16) compute_ = CUBLAS_COMPUTE_32F_FAST_16BF;
+  }
+  const std::string& name() const override { return name_; }
+  const char* impl() const override { return "vendor"; }
+  std::string prepare(const FactGemmArgs&, GpuContext&) override { return ""; }
+  void run(const FactGemmArgs& a, GpuContext& gpu) override {
+    float beta = 0.0f;
+    if (a.bias) {
+      broadcast_rows(a.d, false, a.bias, p_.dtype_d, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
+      beta = a.beta;
+    }
+    const auto map = cublas_mapping(p_);
+    const float alpha = a.alpha;
+    FACT_CUBLAS(cublasGemmStridedBatchedEx(
+        gpu.cublas(), map.op_first, map.op_second, int(a.n), int(a.m), int(a.k), &alpha,
+        a.b, cuda_type(p_.dtype_b), int(a.ldb), a.batch_stride_b,
+        a.a, cuda_type(p_.dtype_a), int(a.lda), a.batch_stride_a, &beta,
+        a.d, cuda_type(p_.dtype_d), int(a.ldd), a.batch_stride_d, int(a.l), compute_,
+        CUBLAS_GEMM_DEFAULT));
+  }
+
+ private:
+  GemmProblem p_;
+  std::string name_;
+  cublasComputeType_t compute_;
+};
+
+}  // namespace
+
+std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
+                                                      const std::string& library,
+                                                      const std::string& symbol) {
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw Error("cannot load kernel library " + library + ": " + dlerror());
+  try {
+    return std::make_unique<CutlassCandidate>(name, handle, symbol);
+  } catch (...) {
+    dlclose(handle);
+    throw;
+  }
+}
+
+std::string cublas_candidate_name(const GemmProblem& p, Policy policy) {
+  if (p.dtype_a != DType::F32) return "cublas_" + to_string(p.dtype_a);
+  return "cublas_" + to_string(policy);
+}
+
+std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Policy policy) {
+  return std::make_unique<CublasCandidate>(p, policy);
+}
+
+void reference_gemm(const GemmProblem& p, const double* a64, const double* b64, double* d64,
+                    GpuContext& gpu) {
+  const auto map = cublas_mapping(p);
+  const double alpha = p.alpha, beta = p.bias_n ? p.beta : 0.0;
+  FACT_CUBLAS(cublasDgemmStridedBatched(
+      gpu.cublas(), map.op_first, map.op_second, int(p.n), int(p.m), int(p.k), &alpha,
+      b64, int(p.ldb), p.batch_stride_b, a64, int(p.lda), p.batch_stride_a, &beta,
+      d64, int(p.ldd), p.batch_stride_d, int(p.l)));
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,106 @@
+#include "realize/gemm_problem.h"
+
+#include "common/error.h"
+
+namespace fact::realize {
+
+Policy parse_policy(const std::string& s) {
+  if (s == "fp32") return Policy::FP32;
+  if (s == "tf32") return Policy::TF32;
+  if (s == "bf16") return Policy::BF16;
+  throw Error("unknown precision policy '" + s + "' (expected fp32, tf32 or bf16)");
+}
+
+std::string to_string(Policy p) {
+  switch (p) {
+    case Policy::FP32: return "fp32";
+    case Policy::TF32: return "tf32";
+    case Policy::BF16: return "bf16";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& s) {
+  if (s == "float32") return DType::F32;
+  if (s == "float16") return DType::F16;
+  if (s == "bfloat16") return DType::BF16;
+  throw Error("dtype '" + s + "' is not realized by the CUTLASS GEMM family");
+}
+
+std::string to_string(DType d) {
+  switch (d) {
+    case DType::F32: return "float32";
+    case DType::F16: return "float16";
+    case DType::BF16: return "bfloat16";
+  }
+  return "?";
+}
+
+std::size_t dtype_bytes(DType d) { return d == DType::F32 ? 4 : 2; }
+
+namespace {
+// Extent of one matrix of `rows` x `cols` stored with unit stride along `cols` and leading
+// stride `ld`, plus the batch offset of the last batch.
+int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch_stride, int64_t l) {
+  return (l - 1) * batch_stride + (rows - 1) * ld + cols;
+}
+}  // namespace
+
+int64_t GemmProblem::extent_a() const {
+  return layout_a == Layout::Row ? extent(m, k, lda, batch_stride_a, l)
+                                 : extent(k, m, lda, batch_stride_a, l);
+}
+int64_t GemmProblem::extent_b() const {
+  return layout_b == Layout::Row ? extent(k, n, ldb, batch_stride_b, l)
+                                 : extent(n, k, ldb, batch_stride_b, l);
+}
+int64_t GemmProblem::extent_d() const { return extent(m, n, ldd, batch_stride_d, l); }
+
+namespace {
+template <class T>
+T field(const nlohmann::json& j, const char* name) {
+  if (!j.contains(name)) throw Error(std::string("plan problem: missing field '") + name + "'");
+  try {
+    return j.at(name).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("plan problem: field '") + name + "': " + e.what());
+  }
+}
+Layout parse_layout(const std::string& s, const char* which) {
+  if (s == "row") return Layout::Row;
+  if (s == "col") return Layout::Col;
+  throw Error(std::string("plan problem: ") + which + " must be 'row' or 'col', got '" + s + "'");
+}
+}  // namespace
+
+GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
+  if (field<std::string>(j, "kind") != "gemm") throw Error("plan problem: kind is not 'gemm'");
+  GemmProblem p;
+  p.m = field<int64_t>(j, "m");
+  p.n = field<int64_t>(j, "n");
+  p.k = field<int64_t>(j, "k");
+  p.l = j.value("l", int64_t{1});
+  p.dtype_a = parse_dtype(field<std::string>(j, "dtype_a"));
+  p.dtype_b = parse_dtype(field<std::string>(j, "dtype_b"));
+  p.dtype_d = parse_dtype(field<std::string>(j, "dtype_d"));
+  p.layout_a = parse_layout(field<std::string>(j, "layout_a"), "layout_a");
+  p.layout_b = parse_layout(field<std::string>(j, "layout_b"), "layout_b");
+  p.lda = field<int64_t>(j, "lda");
+  p.ldb = field<int64_t>(j, "ldb");
+  p.ldd = field<int64_t>(j, "ldd");
+  p.batch_stride_a = j.value("batch_stride_a", int64_t{0});
+  p.batch_stride_b = j.value("batch_stride_b", int64_t{0});
+  p.batch_stride_d = j.value("batch_stride_d", int64_t{0});
+  const auto& bias = j.contains("bias") ? j.at("bias") : nlohmann::json();
+  if (bias.is_string() && bias.get<std::string>() == "n") {
+    p.bias_n = true;
+  } else if (!bias.is_null()) {
+    throw Error("plan problem: bias '" + bias.dump() + "' is not realized (only null or \"n\")");
+  }
+  p.alpha = j.value("alpha", 1.0);
+  p.beta = j.value("beta", 1.0);
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.l <= 0) throw Error("plan problem: non-positive size");
+  return p;
+}
+
+}  // namespace fact::realize

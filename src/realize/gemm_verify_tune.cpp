@@ -1,0 +1,163 @@
+#include "realize/gemm_verify_tune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "realize/cuda_check.h"
+#include "realize/gpu_kernels.h"
+
+namespace fact::realize {
+
+double gemm_tolerance(const GemmProblem& p, Policy policy) {
+  auto unit = [](DType d) { return d == DType::F32 ? std::ldexp(1.0, -24)
+                                   : d == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); };
+  double u_in = unit(p.dtype_a);
+  if (p.dtype_a == DType::F32 && policy == Policy::TF32) u_in = std::ldexp(1.0, -10);
+  if (p.dtype_a == DType::F32 && policy == Policy::BF16) u_in = std::ldexp(1.0, -8);
+  const double u_out = unit(p.dtype_d);
+  return 4.0 * 2.0 * u_in + u_out + 8.0 * std::ldexp(1.0, -24) * std::sqrt(double(p.k));
+}
+
+namespace {
+
+struct Draw {
+  const char* name;
+  Distribution dist;
+  double scale;
+};
+
+std::vector<Draw> draws_for(const GemmProblem& p) {
+  // fp16 has a narrow range: keep its large draw where A*B sums stay finite.
+  const double large = p.dtype_a == DType::F16 ? 4.0 : 1e4;
+  const double small = p.dtype_a == DType::F16 ? 1e-2 : 1e-4;
+  return {{"normal", Distribution::Normal, 1.0},
+          {"normal-2", Distribution::Normal, 1.0},
+          {"uniform01", Distribution::Uniform01, 1.0},
+          {"large", Distribution::Normal, large},
+          {"small", Distribution::Normal, small}};
+}
+
+}  // namespace
+
+std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Policy policy,
+                                              std::vector<std::unique_ptr<GemmCandidate>>& cands,
+                                              GpuContext& gpu, int warmup, int trials, bool verbose) {
+  cudaStream_t s = gpu.stream();
+  const size_t ea = size_t(p.extent_a()), eb = size_t(p.extent_b()), ed = size_t(p.extent_d());
+  const size_t ebias = p.bias_n ? size_t(p.n) : 0;
+  DeviceBuffer a(ea * dtype_bytes(p.dtype_a)), b(eb * dtype_bytes(p.dtype_b)),
+      d(ed * dtype_bytes(p.dtype_d)), bias(std::max<size_t>(ebias, 1) * dtype_bytes(p.dtype_d));
+  DeviceBuffer a64(ea * 8), b64(eb * 8), d64(ed * 8);
+  DeviceBuffer stats_dev(sizeof(CompareStats));
+  const FactGemmArgs args = make_gemm_args(p, a.get(), b.get(), p.bias_n ? bias.get() : nullptr, d.get());
+  const double tol = gemm_tolerance(p, policy);
+
+  std::vector<CandidateOutcome> out(cands.size());
+  for (size_t i = 0; i < cands.size(); ++i) {
+    out[i].kernel = cands[i]->name();
+    out[i].impl = cands[i]->impl();
+    out[i].tolerance = tol;
+    try {
+      std::string why = cands[i]->prepare(args, gpu);
+      if (!why.empty()) {
+        out[i].status = "quarantined";
+        out[i].reason = why;
+      }
+      out[i].workspace_bytes = cands[i]->workspace_bytes();
+    } catch (const std::exception& e) {
+      out[i].status = "quarantined";
+      out[i].reason = e.what();
+    }
+  }
+
+  uint64_t seed = 0x5eed;
+  for (const Draw& draw : draws_for(p)) {
+    // Fresh inputs for every draw; the reference is computed once per draw.
+    fill_random(a.get(), p.dtype_a, int64_t(ea), ++seed, draw.dist, draw.scale, s);
+    fill_random(b.get(), p.dtype_b, int64_t(eb), ++seed, draw.dist, draw.scale, s);
+    if (p.bias_n) fill_random(bias.get(), p.dtype_d, p.n, ++seed, draw.dist, draw.scale * std::sqrt(double(p.k)), s);
+    convert_to_double(a.get(), p.dtype_a, a64.as<double>(), int64_t(ea), s);
+    convert_to_double(b.get(), p.dtype_b, b64.as<double>(), int64_t(eb), s);
+    broadcast_rows(d64.get(), true, p.bias_n ? bias.get() : nullptr, p.dtype_d, p.l, p.m, p.n,
+                   p.ldd, p.batch_stride_d, s);
+    reference_gemm(p, a64.as<double>(), b64.as<double>(), d64.as<double>(), gpu);
+    gpu.sync();
+    for (size_t i = 0; i < cands.size(); ++i) {
+      auto& o = out[i];
+      if (o.status != "ok") continue;
+      try {
+        FACT_CUDA(cudaMemsetAsync(d.get(), 0xff, d.bytes(), s));  // NaN poison in f32/f16/bf16
+        cands[i]->run(args, gpu);
+        FACT_CUDA_LAUNCH();
+        compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
+                             p.batch_stride_d, stats_dev.as<CompareStats>(), s);
+        CompareStats st{};
+        FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
+        gpu.sync();
+        const double max_rel = st.max_abs_ref > 0 ? st.max_abs_err / st.max_abs_ref : INFINITY;
+        const double fro_rel = st.sum_sq_ref > 0 ? std::sqrt(st.sum_sq_err / st.sum_sq_ref) : INFINITY;
+        o.max_rel_err = std::max(o.max_rel_err, max_rel);
+        o.fro_rel_err = std::max(o.fro_rel_err, fro_rel);
+        std::string why;
+        if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
+        else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
+        else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
+        else if (!(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
+        if (!why.empty()) {
+          o.status = "quarantined";
+          o.reason = fmt::format("verification failed on draw '{}': {}", draw.name, why);
+        }
+        if (verbose) std::fprintf(stderr, "  verify %-70s %-10s max_rel_err %.3g %s\n", o.kernel.c_str(), draw.name, max_rel, why.c_str());
+      } catch (const std::exception& e) {
+        o.status = "quarantined";
+        o.reason = std::string("run failed: ") + e.what();
+        cudaGetLastError();
+      }
+    }
+  }
+
+  // Tuning: survivors alternate within each round; each trial is preceded by an L2 flush.
+  std::vector<size_t> live;
+  for (size_t i = 0; i < cands.size(); ++i) if (out[i].status == "ok") live.push_back(i);
+  fill_random(a.get(), p.dtype_a, int64_t(ea), 0x7157, Distribution::Normal, 1.0, s);
+  fill_random(b.get(), p.dtype_b, int64_t(eb), 0x7158, Distribution::Normal, 1.0, s);
+  for (size_t i : live) for (int w = 0; w < warmup; ++w) cands[i]->run(args, gpu);
+  gpu.sync();
+  std::vector<cudaEvent_t> start(live.size()), stop(live.size());
+  for (size_t j = 0; j < live.size(); ++j) {
+    FACT_CUDA(cudaEventCreate(&start[j]));
+    FACT_CUDA(cudaEventCreate(&stop[j]));
+  }
+  std::vector<std::vector<double>> times(live.size());
+  for (int t = 0; t < trials; ++t) {
+    for (size_t j = 0; j < live.size(); ++j) {
+      gpu.flush_l2(t);
+      FACT_CUDA(cudaEventRecord(start[j], s));
+      cands[live[j]]->run(args, gpu);
+      FACT_CUDA(cudaEventRecord(stop[j], s));
+    }
+    gpu.sync();
+    for (size_t j = 0; j < live.size(); ++j) {
+      float ms = 0;
+      FACT_CUDA(cudaEventElapsedTime(&ms, start[j], stop[j]));
+      times[j].push_back(ms);
+    }
+  }
+  for (size_t j = 0; j < live.size(); ++j) {
+    cudaEventDestroy(start[j]);
+    cudaEventDestroy(stop[j]);
+    auto& v = times[j];
+    std::sort(v.begin(), v.end());
+    auto& o = out[live[j]];
+    o.trials = int(v.size());
+    o.min_ms = v.front();
+    o.max_ms = v.back();
+    o.median_ms = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  }
+  return out;
+}
+
+}  // namespace fact::realize

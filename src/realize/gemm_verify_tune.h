@@ -1,0 +1,39 @@
+// Verification (DESIGN §5) and tuning (DESIGN §6) of GEMM candidates on the GPU.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "realize/gemm_candidates.h"
+
+namespace fact::realize {
+
+/// One candidate's outcome. status: "ok" (verified and timed), "quarantined" (reason says
+/// why: cannot implement, threw, or failed verification on a named draw).
+struct CandidateOutcome {
+  std::string kernel, impl, status = "ok", reason;
+  double max_rel_err = 0;   // max over draws of max|d - ref| / max|ref|
+  double fro_rel_err = 0;   // max over draws of ||d - ref|| / ||ref||
+  double tolerance = 0;     // the policy's bound on max_rel_err for this K
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int trials = 0;
+  size_t workspace_bytes = 0;
+};
+
+/// The bound on max|d - ref| / max|ref| a correct kernel meets for this problem: input
+/// rounding of the MMA type (tf32 truncates to 10 mantissa bits: 2^-10; bf16 2^-8; fp16
+/// 2^-11; fp32 2^-24), twice for the product, four-fold margin; plus the output dtype's
+/// rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign growth).
+double gemm_tolerance(const GemmProblem& p, Policy policy);
+
+/// Verifies every candidate on several draws (normal, normal with another seed, uniform
+/// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
+/// (NaN) before each run; then times the survivors alternating round by round, with an L2
+/// flush before each trial, after `warmup` runs each, over `trials` rounds.
+/// Throws fact::Error only when the GPU itself fails (allocation, reference).
+std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Policy policy,
+                                              std::vector<std::unique_ptr<GemmCandidate>>& candidates,
+                                              GpuContext& gpu, int warmup = 5, int trials = 30,
+                                              bool verbose = false);
+
+}  // namespace fact::realize

@@ -1,0 +1,48 @@
+/* FACT kernel C ABI (docs/05-composition.md).
+ *
+ * Every generated kernel exports <symbol>_can_implement, _workspace_bytes, _run and _name.
+ * Pointers are device pointers; strides are in elements. The kernel fixes dtypes and
+ * layouts (its name says which):
+ *   A is M x K: row-major (lda = stride of M, K contiguous) or column-major (lda = stride of K).
+ *   B is K x N: row-major (ldb = stride of K, N contiguous) or column-major (ldb = stride of N).
+ *   D is M x N, row-major, ldd = stride of M.
+ *   D = alpha * (A * B) + beta * bias, bias a vector of length N ("n") broadcast along M.
+ * Return codes: 0 ok; 100 + cutlass::Status for CUTLASS errors; 10000 + cudaError_t for CUDA
+ * errors; FACT_ERR_* below for argument errors. This header is pasted verbatim into each
+ * generated translation unit, so it has no includes beyond <stdint.h>/<stddef.h>. */
+#ifndef FACT_KERNEL_ABI_H
+#define FACT_KERNEL_ABI_H
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FactGemmArgs {
+  int64_t m, n, k, l;          /* problem size; l = batch count (>= 1) */
+  const void* a; int64_t lda, batch_stride_a;
+  const void* b; int64_t ldb, batch_stride_b;
+  const void* bias;            /* NULL, or N elements of the output dtype */
+  void* d; int64_t ldd, batch_stride_d;
+  float alpha, beta;
+} FactGemmArgs;
+
+enum {
+  FACT_OK = 0,
+  FACT_ERR_BIAS_MISMATCH = 1,   /* bias given to a kernel without bias, or missing */
+  FACT_ERR_BETA = 2,            /* this kernel adds the bias with beta == 1 only */
+  FACT_ERR_WORKSPACE = 3,       /* workspace smaller than _workspace_bytes */
+  FACT_ERR_STATUS_BASE = 100,
+  FACT_ERR_CUDA_BASE = 10000
+};
+
+typedef int (*fact_can_implement_fn)(const FactGemmArgs*);
+typedef size_t (*fact_workspace_bytes_fn)(const FactGemmArgs*);
+typedef int (*fact_run_fn)(const FactGemmArgs*, void* workspace, size_t workspace_bytes,
+                           void* cuda_stream);
+typedef const char* (*fact_name_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FACT_KERNEL_ABI_H */

@@ -1,0 +1,193 @@
+#include "realize/realize.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "realize/build.h"
+#include "realize/codegen.h"
+#include "realize/gemm_space.h"
+#include "realize/gemm_verify_tune.h"
+#include "realize/gpu_context.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace fact::realize {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// A planned pattern as realization sees it.
+struct PatternWork {
+  std::string id;
+  GemmProblem problem;
+  std::string unsupported;               // non-empty: problem not realizable by CUTLASS here
+  std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
+  json out;                              // the pattern's realized.json entry
+};
+
+void print_progress(const BuildResult& r, int done, int total) {
+  std::fprintf(stderr, "[%d/%d] %s %s (%.1f s%s)%s%s\n", done, total,
+               r.ok ? "built" : "QUARANTINED", r.name.c_str(), r.seconds,
+               r.cached ? ", cached" : "", r.ok ? "" : ": ", r.ok ? "" : r.reason.c_str());
+}
+
+}  // namespace
+
+int run_realize(const RealizeOptions& opt) {
+  const json plan = json::parse(read_file(opt.plan), nullptr, false);
+  if (plan.is_discarded() || plan.value("format", "") != "fact.plan") {
+    throw Error(opt.plan.string() + " is not a FACT plan (format \"fact.plan\")");
+  }
+  const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
+  const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+  const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
+  const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
+  const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
+
+  // 1. Candidates per pattern, from the family's tuning space.
+  std::vector<PatternWork> work;
+  std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
+  for (const auto& pat : plan.at("patterns")) {
+    PatternWork w;
+    w.id = pat.at("id").get<std::string>();
+    w.out = {{"id", w.id}, {"rule", pat.value("rule", "")}};
+    try {
+      w.problem = gemm_problem_from_json(pat.at("problem"));
+      std::string why;
+      if (auto family = gemm_family(w.problem, opt.policy, why)) {
+        for (const auto& cfg : gemm_tuning_space(*family, w.problem, sm_count, opt.tune_budget)) {
+          const std::string name = gemm_kernel_name(*family, cfg);
+          w.kernels.push_back(name);
+          if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(*family, cfg)};
+        }
+      } else {
+        w.unsupported = why;
+      }
+    } catch (const Error& e) {
+      w.unsupported = e.what();
+    }
+    work.push_back(std::move(w));
+  }
+
+  // 2. Build everything at once, in parallel, through the cache.
+  std::vector<BuildRequest> reqs;
+  for (auto& [name, r] : requests) reqs.push_back(r);
+  std::fprintf(stderr, "realize: %zu kernels for %zu patterns, %d nvcc jobs, cache %s\n",
+               reqs.size(), work.size(), jobs, cache.c_str());
+  const auto t_build = std::chrono::steady_clock::now();
+  std::map<std::string, BuildResult> built;
+  for (auto& r : build_kernels(reqs, tc, cache, jobs, print_progress)) built[r.name] = r;
+  const double build_wall = seconds_since(t_build);
+
+  json result{{"format", "fact.realized"}, {"version", 1}, {"policy", to_string(opt.policy)},
+              {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
+              {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
+              {"build_wall_s", build_wall}, {"gpu", nullptr}};
+  if (gpu) {
+    result["gpu"] = gpu->name;
+    result["cc"] = fmt::format("{}.{}", gpu->cc_major, gpu->cc_minor);
+    result["sm_count"] = gpu->sm_count;
+    result["driver"] = gpu->driver;
+    result["cuda_runtime"] = gpu->runtime;
+  }
+  std::unique_ptr<GpuContext> ctx;
+  if (gpu) ctx = std::make_unique<GpuContext>(*gpu);
+
+  int compiled = 0, cached = 0, quarantined = 0;
+  for (auto& w : work) {
+    json cands = json::array();
+    double compile_s = 0;
+    for (const auto& name : w.kernels) {
+      const auto& b = built.at(name);
+      if (!b.cached) compile_s += b.seconds;
+      b.ok ? (b.cached ? ++cached : ++compiled) : ++quarantined;
+    }
+    w.out["compile_s"] = compile_s;
+    if (!w.unsupported.empty()) w.out["cutlass_unavailable"] = w.unsupported;
+
+    if (!ctx) {  // no GPU: report the builds only
+      for (const auto& name : w.kernels) {
+        const auto& b = built.at(name);
+        json c{{"kernel", name}, {"impl", "cutlass"}, {"status", b.ok ? "built" : "quarantined"},
+               {"cached", b.cached}, {"key", b.key}};
+        if (b.ok) c["object"] = b.object.string(), c["library"] = b.library.string(), c["symbol"] = kernel_symbol(name);
+        else c["reason"] = b.reason;
+        cands.push_back(c);
+      }
+      w.out["candidates"] = cands;
+      w.out["winner"] = nullptr;
+      continue;
+    }
+
+    // 3-4. Verify and tune on the GPU: the vendor path first, then every built kernel.
+    const auto t_tune = std::chrono::steady_clock::now();
+    std::vector<std::unique_ptr<GemmCandidate>> runnable;
+    runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
+    json build_failures = json::array();
+    for (const auto& name : w.kernels) {
+      const auto& b = built.at(name);
+      if (!b.ok) {
+        build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", b.reason}, {"key", b.key}});
+        continue;
+      }
+      runnable.push_back(load_cutlass_candidate(name, b.library.string(), kernel_symbol(name)));
+    }
+    std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
+                 w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
+                 (long long)w.problem.k, (long long)w.problem.l);
+    auto outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose);
+    const CandidateOutcome* best = nullptr;
+    for (const auto& o : outcomes) {
+      json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", o.max_rel_err},
+             {"fro_rel_err", o.fro_rel_err}, {"tolerance", o.tolerance}};
+      if (o.status == "ok") {
+        c["median_ms"] = o.median_ms; c["min_ms"] = o.min_ms; c["max_ms"] = o.max_ms;
+        c["trials"] = o.trials; c["workspace_bytes"] = o.workspace_bytes;
+        if (!best || o.median_ms < best->median_ms) best = &o;
+      } else {
+        c["reason"] = o.reason;
+        std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
+      }
+      if (o.impl == std::string("cutlass")) {
+        const auto& b = built.at(o.kernel);
+        c["object"] = b.object.string(); c["library"] = b.library.string();
+        c["symbol"] = kernel_symbol(o.kernel); c["key"] = b.key;
+      }
+      cands.push_back(c);
+    }
+    for (auto& f : build_failures) cands.push_back(f);
+    w.out["candidates"] = cands;
+    w.out["tune_s"] = seconds_since(t_tune);
+    w.out["winner"] = best ? json(best->kernel) : json(nullptr);
+    w.out["winner_impl"] = best ? json(best->impl) : json(nullptr);
+    if (best) {
+      std::fprintf(stderr, "realize %s: winner %s %.4f ms\n", w.id.c_str(), best->kernel.c_str(), best->median_ms);
+    }
+  }
+  json pats = json::array();
+  for (auto& w : work) pats.push_back(w.out);
+  result["patterns"] = pats;
+  fs::create_directories(fs::absolute(opt.output).parent_path());
+  write_file(opt.output, result.dump(2) + "\n");
+
+  std::printf("realize: %zu patterns; kernels: %d compiled, %d from cache, %d quarantined (%.1f s)\n",
+              work.size(), compiled, cached, quarantined, build_wall);
+  if (!gpu) {
+    std::printf("realize: no CUDA GPU found: verification and tuning need a GPU, so no kernel "
+                "was chosen. Built kernels stay in %s.\n", cache.c_str());
+  }
+  return 0;
+}
+
+}  // namespace fact::realize
