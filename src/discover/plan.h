@@ -1,0 +1,62 @@
+// The plan: discovery's output (docs/03-rules.md), the planner that makes it and its
+// JSON and text forms.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "discover/cost_model.h"
+#include "discover/registry.h"
+#include "graph/graph.h"
+
+namespace fact::discover {
+
+/// One matched subgraph the plan asks realize to build a kernel for.
+struct Pattern {
+  std::string id;  // "p<priority>"
+  std::string rule;
+  int priority = 0;  // 0 = largest estimated gain
+  std::vector<std::string> nodes;
+  std::string output;
+  std::vector<std::pair<std::string, std::string>> operands;
+  nlohmann::ordered_json problem;
+  Estimate estimate;
+  std::optional<std::string> vetted_example;  // filled from the registry when known
+};
+
+/// A node a rule was about but could not take, with the rule's reason.
+struct RejectedNode {
+  std::string node, op, rule, reason;
+};
+
+/// A node no pattern covers; it stays an ATen op.
+struct FallbackNode {
+  std::string node, op, reason;
+};
+
+struct Plan {
+  std::string graph;
+  Precision precision = Precision::tf32;
+  std::vector<Pattern> patterns;  // priority order
+  std::vector<RejectedNode> rejected;  // graph order
+  std::vector<FallbackNode> fallback;  // graph order
+};
+
+/// Runs every rule over every node, estimates each match, resolves overlaps (a node
+/// belongs to at most one pattern; larger gain wins, then earlier node), orders the
+/// patterns by gain and lists every other node as rejected or fallback.
+/// Throws fact::Error if the graph is malformed.
+Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision precision);
+
+/// The plan as JSON (docs/03-rules.md, version 1) and dumped with a final newline.
+nlohmann::ordered_json plan_to_json(const Plan& plan);
+std::string plan_to_json_string(const Plan& plan);
+
+/// Canonical plan text for golden tests and `factc discover --text`: a header line, then
+/// one line per pattern, rejection and fallback node.
+std::string plan_to_text(const Plan& plan);
+
+}  // namespace fact::discover

@@ -1,0 +1,38 @@
+// Plan JSON writer, exactly as docs/03-rules.md specifies.
+#include "discover/plan.h"
+
+#include "common/version.h"
+
+namespace fact::discover {
+
+nlohmann::ordered_json plan_to_json(const Plan& plan) {
+  using json = nlohmann::ordered_json;
+  json patterns = json::array(), rejected = json::array(), fallback = json::array();
+  for (const Pattern& p : plan.patterns) {
+    json operands = json::object();
+    for (const auto& [k, v] : p.operands) operands[k] = v;
+    const Estimate& e = p.estimate;
+    patterns.push_back(json{
+        {"id", p.id}, {"rule", p.rule}, {"priority", p.priority}, {"nodes", p.nodes},
+        {"output", p.output}, {"operands", std::move(operands)}, {"problem", p.problem},
+        {"estimate", json{{"flops", e.flops}, {"bytes", e.bytes},
+                          {"bound", e.bound == Bound::compute ? "compute" : "memory"},
+                          {"time_us", e.time_us}, {"gain_us", e.gain_us}, {"reason", e.reason}}},
+        {"vetted_example", p.vetted_example ? json(*p.vetted_example) : json(nullptr)}});
+  }
+  for (const RejectedNode& r : plan.rejected)
+    rejected.push_back(json{{"node", r.node}, {"op", r.op}, {"rule", r.rule}, {"reason", r.reason}});
+  for (const FallbackNode& f : plan.fallback)
+    fallback.push_back(json{{"node", f.node}, {"op", f.op}, {"reason", f.reason}});
+  return json{{"format", "fact.plan"},
+              {"version", kPlanFormatVersion},
+              {"graph", plan.graph},
+              {"precision", precision_name(plan.precision)},
+              {"patterns", std::move(patterns)},
+              {"rejected", std::move(rejected)},
+              {"fallback", std::move(fallback)}};
+}
+
+std::string plan_to_json_string(const Plan& plan) { return plan_to_json(plan).dump(2) + "\n"; }
+
+}  // namespace fact::discover

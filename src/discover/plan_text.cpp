@@ -1,0 +1,59 @@
+// Canonical plan text (golden tests, `factc discover --text`). One line per item:
+//
+//   plan Model precision=tf32
+//   pattern p0 gemm nodes=[mm] output=%mm operands={a=%x, b=%w} problem={kind=gemm, m=64, ...}
+//       estimate={flops=..., bytes=..., bound=compute, time_us=0.042, gain_us=0.002}   (one line)
+//   rejected mm_1 aten.mm.default gemm: operand a dtype int64: ...
+//   fallback relu aten.relu.default: no rule matches
+#include <fmt/format.h>
+
+#include "discover/plan.h"
+#include "graph/text.h"
+
+namespace fact::discover {
+namespace {
+
+// A problem field: strings bare, null as none, floats in the graph text's double form.
+std::string format_field(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "none";
+  if (v.is_number_float()) return graph::format_double(v.get<double>());
+  if (v.is_object()) {
+    std::string s = "{";
+    bool first = true;
+    for (const auto& [k, e] : v.items()) s += (std::exchange(first, false) ? "" : ", ") + k + "=" + format_field(e);
+    return s + "}";
+  }
+  if (v.is_array()) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + format_field(v[i]);
+    return s + "]";
+  }
+  return v.dump();
+}
+
+}  // namespace
+
+std::string plan_to_text(const Plan& plan) {
+  std::string out = fmt::format("plan {} precision={}\n", plan.graph, precision_name(plan.precision));
+  for (const Pattern& p : plan.patterns) {
+    std::string nodes, operands;
+    for (size_t i = 0; i < p.nodes.size(); ++i) nodes += (i ? ", " : "") + p.nodes[i];
+    for (size_t i = 0; i < p.operands.size(); ++i)
+      operands += (i ? ", " : "") + p.operands[i].first + "=%" + p.operands[i].second;
+    const Estimate& e = p.estimate;
+    out += fmt::format(
+        "pattern {} {} nodes=[{}] output=%{} operands={{{}}} problem={} estimate={{flops={}, "
+        "bytes={}, bound={}, time_us={:.3f}, gain_us={:.3f}}}{}\n",
+        p.id, p.rule, nodes, p.output, operands, format_field(p.problem), e.flops, e.bytes,
+        e.bound == Bound::compute ? "compute" : "memory", e.time_us, e.gain_us,
+        p.vetted_example ? " vetted=" + *p.vetted_example : "");
+  }
+  for (const RejectedNode& r : plan.rejected)
+    out += fmt::format("rejected {} {} {}: {}\n", r.node, r.op, r.rule, r.reason);
+  for (const FallbackNode& f : plan.fallback)
+    out += fmt::format("fallback {} {}: {}\n", f.node, f.op, f.reason);
+  return out;
+}
+
+}  // namespace fact::discover

@@ -1,0 +1,108 @@
+// The planner: every rule over every node -> estimate -> overlap resolution -> priorities.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "discover/plan.h"
+
+namespace fact::discover {
+namespace {
+
+// Bytes the ATen path moves for `nodes`: each node reads its tensor arguments (each
+// distinct value once) and writes its outputs.
+int64_t unfused_bytes(const graph::GraphIndex& g, const std::vector<std::string>& nodes) {
+  int64_t bytes = 0;
+  for (const auto& name : nodes) {
+    const graph::Node* n = g.producer(name);
+    if (!n) continue;
+    std::set<std::string> read;
+    auto add = [&](const std::string& v) {
+      if (read.insert(v).second) bytes += tensor_bytes(g.type(v));
+    };
+    for (const auto& a : n->args) graph::for_each_ref(a, add);
+    for (const auto& [k, a] : n->kwargs) graph::for_each_ref(a, add);
+    for (const auto& v : n->outputs)
+      if (v.type) bytes += tensor_bytes(*v.type);
+  }
+  return bytes;
+}
+
+struct Candidate {
+  const Rule* rule;
+  size_t position;  // of the node the rule matched from
+  Match match;
+  Estimate estimate;
+};
+
+}  // namespace
+
+Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision precision) {
+  const graph::GraphIndex index(graph);
+  const MatchContext ctx{index, precision};
+
+  // 1. Every rule over every node.
+  std::vector<Candidate> candidates;
+  std::vector<std::pair<size_t, RejectedNode>> rejections;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const graph::Node& node = graph.nodes[i];
+    for (const Rule& rule : rules.rules()) {
+      MatchResult r = rule.match(ctx, node);
+      if (auto* m = std::get_if<Match>(&r)) {
+        Estimate e = estimate(m->work, unfused_bytes(index, m->nodes));
+        candidates.push_back({&rule, i, std::move(*m), std::move(e)});
+      } else if (auto* rej = std::get_if<Rejection>(&r)) {
+        rejections.push_back({i, {node.name, node.op, std::string(rule.name), rej->reason}});
+      }
+    }
+  }
+
+  // 2. Overlaps: larger gain first; ties go to the earlier node, then the earlier rule.
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (a.estimate.gain_us != b.estimate.gain_us) return a.estimate.gain_us > b.estimate.gain_us;
+    return a.position < b.position;
+  });
+  Plan plan;
+  plan.graph = graph.name;
+  plan.precision = precision;
+  std::map<std::string, std::string> covered_by;  // node -> pattern id
+  std::map<std::string, std::string> lost_to;     // node -> reason it is in no pattern
+  for (auto& c : candidates) {
+    auto taken = std::find_if(c.match.nodes.begin(), c.match.nodes.end(),
+                              [&](const auto& n) { return covered_by.contains(n); });
+    if (taken != c.match.nodes.end()) {
+      for (const auto& n : c.match.nodes)
+        if (!covered_by.contains(n))
+          lost_to.emplace(n, "rule " + std::string(c.rule->name) + " matched, but its match overlaps " +
+                                 covered_by[*taken] + " (larger gain)");
+      continue;
+    }
+    Pattern p;
+    p.priority = static_cast<int>(plan.patterns.size());
+    p.id = "p" + std::to_string(p.priority);
+    p.rule = c.rule->name;
+    p.nodes = c.match.nodes;
+    p.output = c.match.output;
+    p.operands = std::move(c.match.operands);
+    p.problem = std::move(c.match.problem);
+    p.estimate = std::move(c.estimate);
+    for (const auto& n : p.nodes) covered_by[n] = p.id;
+    plan.patterns.push_back(std::move(p));
+  }
+
+  // 3. Every node outside the patterns: rejected (with each rule's reason) or fallback.
+  std::set<std::string> rejected;
+  for (auto& [i, r] : rejections)
+    if (!covered_by.contains(r.node)) {
+      rejected.insert(r.node);
+      plan.rejected.push_back(std::move(r));
+    }
+  for (const auto& node : graph.nodes) {
+    if (covered_by.contains(node.name) || rejected.contains(node.name)) continue;
+    auto lost = lost_to.find(node.name);
+    plan.fallback.push_back(
+        {node.name, node.op, lost != lost_to.end() ? lost->second : "no rule matches"});
+  }
+  return plan;
+}
+
+}  // namespace fact::discover

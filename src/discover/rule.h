@@ -1,0 +1,53 @@
+// The Rule interface of discovery. A rule is data (name, PyTorch meaning, kernel family,
+// where its tests live) plus one match function over a graph node. docs/03-rules.md.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "discover/cost_model.h"
+#include "graph/graph.h"
+
+namespace fact::discover {
+
+/// A rule's match of one subgraph: the kernel problem it stands for.
+struct Match {
+  std::vector<std::string> nodes;  // graph nodes the kernel replaces, in graph order
+  std::string output;              // the value the kernel produces
+  std::vector<std::pair<std::string, std::string>> operands;  // kernel operand -> graph value
+  nlohmann::ordered_json problem;  // the rule's problem descriptor (plan JSON "problem")
+  Work work;                       // FLOPs and fewest bytes, for the cost model
+};
+
+/// The node has the op the rule is about, but a constraint fails; `reason` says which,
+/// with the offending values ("operand a dtype int64: ...").
+struct Rejection {
+  std::string reason;
+};
+
+/// The node is not one the rule is about (another op).
+struct NotApplicable {};
+
+using MatchResult = std::variant<NotApplicable, Rejection, Match>;
+
+/// What a match function sees: the graph (with name lookups) and the run's policy.
+struct MatchContext {
+  const graph::GraphIndex& graph;
+  Precision precision = Precision::tf32;
+};
+
+struct Rule {
+  std::string_view name;           // "gemm": plan key, `factc rules` row
+  std::string_view meaning;        // the PyTorch semantics it implements
+  std::string_view kernel_family;  // what realize generates ("cutlass.gemm")
+  std::string_view tests;          // where its tests live
+  /// Tries to match the subgraph rooted at (ending in) `node`.
+  MatchResult (*match)(const MatchContext& ctx, const graph::Node& node) = nullptr;
+};
+
+}  // namespace fact::discover

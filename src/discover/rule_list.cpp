@@ -1,0 +1,17 @@
+// The list of rules FACT ships. Adding a rule: write src/discover/rules/<name>.cpp, declare
+// its factory in rules/rules.h and add one line here. The registry rejects duplicate names.
+#include "discover/registry.h"
+#include "discover/rules/rules.h"
+
+namespace fact::discover {
+
+const RuleRegistry& builtin_rules() {
+  static const RuleRegistry registry = [] {
+    RuleRegistry r;
+    r.add(rules::gemm_rule());  // aten.mm / bmm / addmm / matmul / linear -> CUTLASS GEMM
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace fact::discover

@@ -1,0 +1,308 @@
+// Rule `gemm`: one ATen matrix product becomes one CUTLASS GEMM,
+//   D[L,M,N] = alpha * A[L,M,K] · B[L,K,N] + beta * bias.
+//
+// Matches  aten.mm.default, aten.bmm.default, aten.addmm.default, aten.matmul.default,
+//          aten.linear.default (table and constraints: docs/03-rules.md).
+// Meaning  torch.mm / torch.bmm / torch.addmm / torch.matmul / F.linear.
+// Family   cutlass.gemm: CUTLASS universal GEMM, fp32 accumulate.
+// Tests    tests/golden/discover/gemm_*.txt (plan goldens), tests/discover/gemm_rule_test.cpp.
+//
+// Operands are read in place: a transposed or permuted operand (e.g. the output of
+// aten.t) is a column-major layout with its leading stride, never a copy. The strides are
+// those the graph records for the operand value itself.
+#include <array>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "discover/rules/rules.h"
+
+namespace fact::discover::rules {
+namespace {
+
+using graph::Arg;
+using graph::DType;
+using graph::Node;
+using graph::TensorType;
+
+// A failed constraint. Thrown inside this file only; match() returns it as a Rejection.
+struct Reject {
+  std::string reason;
+};
+
+// An operand as a batch of matrices [batch..., rows, cols] over a graph value's memory.
+struct MatrixView {
+  std::string value;  // graph value name
+  const TensorType* type = nullptr;
+  std::vector<int64_t> batch_shape = {}, batch_strides = {};
+  int64_t rows = 0, cols = 0, row_stride = 0, col_stride = 0;
+};
+
+MatrixView view_of(const std::string& value, const TensorType& t) {
+  const size_t r = t.shape.size();  // callers check r >= 2
+  MatrixView v{value, &t};
+  v.batch_shape.assign(t.shape.begin(), t.shape.end() - 2);
+  v.batch_strides.assign(t.strides.begin(), t.strides.end() - 2);
+  v.rows = t.shape[r - 2];
+  v.cols = t.shape[r - 1];
+  v.row_stride = t.strides[r - 2];
+  v.col_stride = t.strides[r - 1];
+  return v;
+}
+
+// The transpose of a 2-D view, read in place (linear's B = wᵀ).
+MatrixView transposed(MatrixView v) {
+  std::swap(v.rows, v.cols);
+  std::swap(v.row_stride, v.col_stride);
+  return v;
+}
+
+struct Layout {
+  bool row = true;  // row-major (unit stride along columns) or column-major
+  int64_t ld = 0;   // leading dimension: the stride between rows (row) or columns (col)
+};
+
+// The CUTLASS layout that reads `v` without a copy. A size-1 dimension takes any stride.
+Layout layout_of(const MatrixView& v, const char* operand) {
+  const bool unit_cols = v.cols == 1 || v.col_stride == 1;
+  const bool unit_rows = v.rows == 1 || v.row_stride == 1;
+  const int64_t row_ld = v.rows == 1 ? v.cols : v.row_stride;
+  const int64_t col_ld = v.cols == 1 ? v.rows : v.col_stride;
+  if (unit_cols && row_ld >= v.cols) return {true, row_ld};
+  if (unit_rows && col_ld >= v.rows) return {false, col_ld};
+  const std::string strides = fmt::format("[{}]", fmt::join(v.type->strides, ", "));
+  if (!unit_cols && !unit_rows)
+    throw Reject{fmt::format("operand {} has strides {}: no unit stride, no CUTLASS layout expresses it",
+                             operand, strides)};
+  throw Reject{fmt::format(
+      "operand {} has strides {}: leading stride {} is smaller than the contiguous extent {}, "
+      "no CUTLASS layout expresses it",
+      operand, strides, unit_cols ? row_ld : col_ld, unit_cols ? v.cols : v.rows)};
+}
+
+// Broadcast batch shape of two operands (numpy rules, right-aligned).
+std::vector<int64_t> broadcast_batch(const MatrixView& a, const MatrixView& b) {
+  const auto& x = a.batch_shape.size() >= b.batch_shape.size() ? a.batch_shape : b.batch_shape;
+  const auto& y = a.batch_shape.size() >= b.batch_shape.size() ? b.batch_shape : a.batch_shape;
+  std::vector<int64_t> out = x;
+  const size_t off = x.size() - y.size();
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (y[i] == out[off + i] || y[i] == 1) continue;
+    if (out[off + i] != 1)
+      throw Reject{fmt::format("batch shapes [{}] and [{}] do not broadcast",
+                               fmt::join(a.batch_shape, ", "), fmt::join(b.batch_shape, ", "))};
+    out[off + i] = y[i];
+  }
+  return out;
+}
+
+// The one stride between consecutive matrices of `v` over the flattened batch `out`
+// (0 when v is broadcast over it). Throws when no single stride walks v's batch.
+int64_t batch_stride(const MatrixView& v, const std::vector<int64_t>& out, const char* operand) {
+  std::vector<int64_t> strides(out.size(), 0);  // v's strides expanded to `out`; broadcast = 0
+  const size_t off = out.size() - v.batch_shape.size();
+  for (size_t i = 0; i < v.batch_shape.size(); ++i)
+    strides[off + i] = v.batch_shape[i] == 1 ? 0 : v.batch_strides[i];
+  int64_t stride = 0, extent = 0;  // extent 0: no dimension of size > 1 seen yet
+  for (size_t i = out.size(); i-- > 0;) {
+    if (out[i] == 1) continue;
+    if (extent == 0) {
+      stride = strides[i];
+      extent = out[i];
+    } else if (strides[i] == stride * extent) {
+      extent *= out[i];
+    } else {
+      throw Reject{fmt::format(
+          "operand {} has batch strides [{}] over batch shape [{}]: no single batch stride, "
+          "no CUTLASS batched layout expresses it",
+          operand, fmt::join(strides, ", "), fmt::join(out, ", "))};
+    }
+  }
+  return stride;
+}
+
+// What an op contributes: A and B as matrix views, the bias value and the scalars.
+struct GemmInputs {
+  MatrixView a, b;
+  std::optional<std::string> bias = {};
+  double alpha = 1.0, beta = 1.0;
+};
+
+const std::string& tensor_arg(const Node& n, size_t i, const char* what) {
+  const std::string* r = i < n.args.size() ? n.args[i].ref() : nullptr;
+  if (!r) throw Reject{fmt::format("argument {} ({}) is not a tensor", i, what)};
+  return *r;
+}
+
+double scalar_kwarg(const Node& n, const char* key) {
+  const Arg* a = n.kwarg(key);
+  if (!a) return 1.0;
+  if (auto* i = a->get_if<int64_t>()) return static_cast<double>(*i);
+  if (auto* d = a->get_if<double>()) return *d;
+  throw Reject{fmt::format("{} is not a number", key)};
+}
+
+MatrixView matrix(const graph::GraphIndex& g, const std::string& value, const char* operand,
+                  int64_t min_rank, int64_t max_rank) {
+  const TensorType& t = g.type(value);
+  if (t.rank() < min_rank || t.rank() > max_rank) {
+    if (t.rank() == 1)
+      throw Reject{fmt::format("operand {} is 1-D (a matrix-vector product): the gemm rule takes "
+                               "operands of rank >= 2", operand)};
+    throw Reject{fmt::format("operand {} has rank {}, expected {}", operand, t.rank(),
+                             min_rank == max_rank ? std::to_string(min_rank)
+                                                  : fmt::format("{} to {}", min_rank, max_rank))};
+  }
+  return view_of(value, t);
+}
+
+constexpr int64_t kAnyRank = 64;
+
+// Per op: which arguments are A, B and bias (docs/03-rules.md, the op table).
+std::optional<GemmInputs> inputs_of(const graph::GraphIndex& g, const Node& n) {
+  if (n.op == "aten.mm.default")
+    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 2, 2),
+                      matrix(g, tensor_arg(n, 1, "b"), "b", 2, 2)};
+  if (n.op == "aten.bmm.default")
+    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 3, 3),
+                      matrix(g, tensor_arg(n, 1, "b"), "b", 3, 3)};
+  if (n.op == "aten.matmul.default")
+    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 2, kAnyRank),
+                      matrix(g, tensor_arg(n, 1, "b"), "b", 2, kAnyRank)};
+  if (n.op == "aten.addmm.default")
+    return GemmInputs{matrix(g, tensor_arg(n, 1, "a"), "a", 2, 2),
+                      matrix(g, tensor_arg(n, 2, "b"), "b", 2, 2), tensor_arg(n, 0, "bias"),
+                      scalar_kwarg(n, "alpha"), scalar_kwarg(n, "beta")};
+  if (n.op == "aten.linear.default") {
+    // x [..., K] is A with its leading dims as batch (folded into M below when possible);
+    // w [N, K] read transposed is B [K, N].
+    GemmInputs in{matrix(g, tensor_arg(n, 0, "x"), "a", 2, kAnyRank),
+                  transposed(matrix(g, tensor_arg(n, 1, "w"), "b", 2, 2))};
+    const Arg* bias = n.args.size() > 2 ? &n.args[2] : n.kwarg("bias");
+    if (bias && !bias->is<graph::None>()) {
+      if (!bias->ref()) throw Reject{"bias is not a tensor"};
+      in.bias = *bias->ref();
+    }
+    return in;
+  }
+  return std::nullopt;
+}
+
+bool gemm_dtype(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
+
+std::string_view dname(DType d) { return graph::torch_name(d); }
+
+// Bias shape -> which dimension it runs along: [N], [1,N] -> "n"; [M,1] -> "m".
+std::string bias_mode(const TensorType& t, int64_t m, int64_t n) {
+  const auto& s = t.shape;
+  const bool unit = [&] {  // the vector's elements are adjacent
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] != 1 && t.strides[i] != 1) return false;
+    return true;
+  }();
+  if (unit && s.size() == 1 && s[0] == n) return "n";
+  if (unit && s.size() == 2 && s[0] == 1 && s[1] == n) return "n";
+  if (unit && s.size() == 2 && s[0] == m && s[1] == 1) return "m";
+  throw Reject{fmt::format("bias shape [{}] strides [{}]: the gemm rule takes a unit-stride bias of "
+                           "shape [N], [1, N] or [M, 1] (M={}, N={})",
+                           fmt::join(s, ", "), fmt::join(t.strides, ", "), m, n)};
+}
+
+Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
+  const graph::GraphIndex& g = ctx.graph;
+  if (node.outputs.size() != 1 || !node.outputs[0].type) throw Reject{"expected one tensor output"};
+  const TensorType& d = *node.outputs[0].type;
+
+  // Dtypes: A and B of one gemm dtype; D and bias alike.
+  for (const auto& [name, v] : {std::pair{"a", &in.a}, std::pair{"b", &in.b}})
+    if (!gemm_dtype(v->type->dtype))
+      throw Reject{fmt::format("operand {} dtype {}: the gemm rule takes float32, float16 or bfloat16",
+                               name, dname(v->type->dtype))};
+  const DType dtype = in.a.type->dtype;
+  if (in.b.type->dtype != dtype)
+    throw Reject{fmt::format("mixed operand dtypes: a is {}, b is {}; the gemm rule takes A and B of one dtype",
+                             dname(dtype), dname(in.b.type->dtype))};
+  if (d.dtype != dtype)
+    throw Reject{fmt::format("output dtype {} differs from operand dtype {}", dname(d.dtype), dname(dtype))};
+  if (in.bias && g.type(*in.bias).dtype != dtype)
+    throw Reject{fmt::format("bias dtype {} differs from output dtype {}", dname(g.type(*in.bias).dtype),
+                             dname(dtype))};
+
+  // Problem size and layouts.
+  int64_t m = in.a.rows, n = in.b.cols, k = in.a.cols;
+  if (in.b.rows != k) throw Reject{fmt::format("K mismatch: a has K={}, b has K={}", k, in.b.rows)};
+  if (m == 0 || n == 0 || k == 0) throw Reject{fmt::format("empty problem M={} N={} K={}", m, n, k)};
+  const Layout la = layout_of(in.a, "a"), lb = layout_of(in.b, "b");
+
+  // Batch: flatten the broadcast batch dims to one mode L with one stride per operand.
+  const std::vector<int64_t> batch = broadcast_batch(in.a, in.b);
+  std::vector<int64_t> expected = batch;
+  expected.insert(expected.end(), {m, n});
+  if (d.shape != expected)
+    throw Reject{fmt::format("output shape [{}] is not [batch..., M, N] = [{}]", fmt::join(d.shape, ", "),
+                             fmt::join(expected, ", "))};
+  if (!d.is_contiguous())
+    throw Reject{fmt::format("output strides [{}] are not contiguous: the kernel writes a row-major D",
+                             fmt::join(d.strides, ", "))};
+  int64_t l = 1;
+  for (int64_t s : batch) l *= s;
+  int64_t bsa = batch_stride(in.a, batch, "a"), bsb = batch_stride(in.b, batch, "b");
+  // B shared by every batch and A's batches stacked row after row: one [L*M, K] matrix.
+  if (l > 1 && bsb == 0 && la.row && bsa == m * la.ld) {
+    m *= l;
+    l = 1;
+  }
+  if (l == 1) bsa = bsb = 0;
+
+  // Bias and scalars. beta = 0 drops the bias (PyTorch ignores it, NaNs included).
+  if (in.beta == 0.0) in.bias.reset();
+  std::optional<std::string> bias;
+  if (in.bias) bias = bias_mode(g.type(*in.bias), m, n);
+  if (!in.bias) in.beta = 0.0;
+
+  Match match;
+  match.nodes = {node.name};
+  match.output = node.outputs[0].name;
+  match.operands = {{"a", in.a.value}, {"b", in.b.value}};
+  if (in.bias) match.operands.emplace_back("bias", *in.bias);
+  match.problem = {
+      {"kind", "gemm"}, {"m", m}, {"n", n}, {"k", k}, {"l", l},
+      {"dtype_a", dname(dtype)}, {"dtype_b", dname(dtype)}, {"dtype_d", dname(dtype)},
+      {"dtype_acc", "float32"},
+      {"layout_a", la.row ? "row" : "col"}, {"layout_b", lb.row ? "row" : "col"},
+      {"lda", la.ld}, {"ldb", lb.ld}, {"ldd", n},
+      {"batch_stride_a", bsa}, {"batch_stride_b", bsb}, {"batch_stride_d", l > 1 ? m * n : 0},
+      {"bias", bias ? nlohmann::ordered_json(*bias) : nlohmann::ordered_json(nullptr)},
+      {"alpha", in.alpha}, {"beta", in.beta}};
+
+  int64_t bytes = tensor_bytes(*in.a.type) + tensor_bytes(*in.b.type) + tensor_bytes(d);
+  if (in.bias) bytes += tensor_bytes(g.type(*in.bias));
+  match.work = {2 * m * n * k * l, bytes, matmul_unit(dtype, ctx.precision)};
+  return match;
+}
+
+MatchResult match_gemm(const MatchContext& ctx, const Node& node) {
+  try {
+    std::optional<GemmInputs> in = inputs_of(ctx.graph, node);
+    if (!in) return NotApplicable{};
+    return make_match(ctx, node, std::move(*in));
+  } catch (const Reject& r) {
+    return Rejection{r.reason};
+  }
+}
+
+}  // namespace
+
+Rule gemm_rule() {
+  return Rule{
+      .name = "gemm",
+      .meaning = "torch.mm / bmm / addmm / matmul (rank >= 2) / F.linear: "
+                 "D = alpha * (A @ B) + beta * bias, batch broadcast, operands read in place",
+      .kernel_family = "cutlass.gemm",
+      .tests = "tests/golden/discover/gemm_*.txt",
+      .match = &match_gemm,
+  };
+}
+
+}  // namespace fact::discover::rules

@@ -1,0 +1,18 @@
+// Loading a graph file in either form (JSON or canonical text).
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "graph/graph.h"
+
+namespace fact::graph {
+
+/// Parses `contents` as JSON when its first non-space character is '{', else as the
+/// canonical text form. `source` names the input in error messages.
+Graph parse_graph(std::string_view contents, std::string_view source);
+
+/// Reads and parses a graph file (JSON or text, see parse_graph). Throws fact::Error.
+Graph load_graph(const std::filesystem::path& path);
+
+}  // namespace fact::graph
