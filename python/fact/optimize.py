@@ -177,6 +177,11 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
     return paths["artifact"], realized, time.perf_counter() - t0
 
 
+def _round(ms: float) -> float:
+    """Milliseconds to 4 significant digits (more than CUDA events resolve)."""
+    return float(f"{ms:.4g}")
+
+
 def _kernels(module: FactModule) -> list[str]:
     names = []
     for p in (module.manifest or {}).get("patterns", []):
@@ -215,9 +220,9 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     row = {
         "problem": options.problem_name or type(model).__name__,
         "policy": policy,
-        "fact_ms": timings["fact"].median_ms,
-        "fact_spread_ms": timings["fact"].spread(),
-        "baselines_ms": {k: t.median_ms for k, t in timings.items() if k != "fact"},
+        "fact_ms": _round(timings["fact"].median_ms),
+        "fact_spread_ms": [_round(x) for x in timings["fact"].spread()],
+        "baselines_ms": {k: _round(t.median_ms) for k, t in timings.items() if k != "fact"},
         "max_rel_err": checks["fact"].max_rel_err,
         "rel_fro_err": checks["fact"].rel_fro_err,
         "verified": checks["fact"].ok,

@@ -175,3 +175,14 @@ def test_nonfinite_float_encoding() -> None:
     assert _encode_arg(torch.contiguous_format, {}, "t") == \
         {"memory_format": "contiguous_format"}
     assert _encode_arg(torch.bfloat16, {}, "t") == {"dtype": "bfloat16"}
+
+
+def test_package_functions_survive_submodule_imports() -> None:
+    import fact
+    import fact.export  # noqa: F401  (the submodule shares the function's name)
+    import fact.optimize  # noqa: F401
+    from fact.optimize import OptimizeOptions
+    assert callable(fact.export) and callable(fact.optimize) and callable(fact.load)
+    assert OptimizeOptions().trials == 20
+    g = fact.export(_Linear(), [torch.randn(2, 16)])
+    assert g["nodes"][0]["op"] == "aten.linear.default"
