@@ -1,6 +1,7 @@
 // Plan JSON writer, exactly as docs/03-rules.md specifies.
 #include "discover/plan.h"
 
+#include "common/json_format.h"
 #include "common/version.h"
 
 namespace fact::discover {
@@ -33,6 +34,6 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
               {"fallback", std::move(fallback)}};
 }
 
-std::string plan_to_json_string(const Plan& plan) { return plan_to_json(plan).dump(2) + "\n"; }
+std::string plan_to_json_string(const Plan& plan) { return pretty_json(plan_to_json(plan)); }
 
 }  // namespace fact::discover

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/json_format.h"
 #include "common/version.h"
 
 namespace fact::graph {
@@ -243,6 +244,6 @@ json graph_to_json(const Graph& g) {
   return j;
 }
 
-std::string graph_to_json_string(const Graph& g) { return graph_to_json(g).dump(2) + "\n"; }
+std::string graph_to_json_string(const Graph& g) { return pretty_json(graph_to_json(g)); }
 
 }  // namespace fact::graph

@@ -80,6 +80,11 @@ class Parser {
                 std::to_string(t.col) + ": " + what + ", found " + describe(t));
   }
   [[noreturn]] void error(const std::string& what) const { error_at(tok_, what); }
+  // A diagnostic about the text at `t` itself (no "found ...").
+  [[noreturn]] void fail_at(const Token& t, const std::string& what) const {
+    throw Error(std::string(source_) + ":" + std::to_string(t.line) + ":" +
+                std::to_string(t.col) + ": " + what);
+  }
   static std::string describe(const Token& t) {
     switch (t.kind) {
       case Tok::end: return "end of input";
@@ -119,7 +124,7 @@ class Parser {
     } else if (c == '%') {
       advance();
       while (ident_char(peek_char())) advance();
-      if (pos_ == start + 1) error_at(tok_, "expected a value name after '%'");
+      if (pos_ == start + 1) fail_at(tok_, "expected a value name after '%'");
       tok_.kind = Tok::name;
       tok_.text = std::string(src_.substr(start + 1, pos_ - start - 1));
       return;
@@ -132,8 +137,7 @@ class Parser {
       advance();
       tok_.kind = Tok::punct;
     } else {
-      tok_.text = std::string(1, c);
-      error_at(tok_, "unexpected character");
+      fail_at(tok_, std::string("unexpected character '") + c + "'");
     }
     tok_.text = std::string(src_.substr(start, pos_ - start));
   }
@@ -164,7 +168,7 @@ class Parser {
     std::string s;
     for (;;) {
       char c = peek_char();
-      if (pos_ >= src_.size() || c == '\n') error_at(tok_, "unterminated string");
+      if (pos_ >= src_.size() || c == '\n') fail_at(tok_, "unterminated string");
       advance();
       if (c == '"') break;
       if (c != '\\') {
@@ -179,8 +183,8 @@ class Parser {
         case 't': s += '\t'; break;
         case 'r': s += '\r'; break;
         default: {
-          Token at{Tok::punct, std::string(1, e), line_, col_};
-          error_at(at, "unknown escape in string (use \\\" \\\\ \\n \\t \\r)");
+          fail_at(Token{Tok::punct, "", line_, col_},
+                  std::string("unknown escape '\\") + e + "' in string (use \\\" \\\\ \\n \\t \\r)");
         }
       }
       advance();
@@ -235,7 +239,7 @@ class Parser {
   int64_t parse_int(const Token& t) const {
     int64_t v = 0;
     auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-    if (ec != std::errc() || p != t.text.data() + t.text.size()) error_at(t, "integer out of range");
+    if (ec != std::errc() || p != t.text.data() + t.text.size()) fail_at(t, "integer out of range: " + t.text);
     return v;
   }
   DType dtype() {
@@ -250,7 +254,9 @@ class Parser {
     Token at = tok_;
     t.shape = int_list('[', ']');
     t.strides = int_list('{', '}');
-    if (t.shape.size() != t.strides.size()) error_at(at, "shape and strides differ in rank");
+    if (t.shape.size() != t.strides.size())
+      fail_at(at, "shape has " + std::to_string(t.shape.size()) + " dimensions but strides has " +
+                      std::to_string(t.strides.size()));
     return t;
   }
 
@@ -330,7 +336,7 @@ class Parser {
         if (t.text == "-inf") return -std::numeric_limits<double>::infinity();
         double v = 0;
         auto [p, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        if (ec != std::errc() || p != t.text.data() + t.text.size()) error_at(t, "bad float");
+        if (ec != std::errc() || p != t.text.data() + t.text.size()) fail_at(t, "bad float: " + t.text);
         return v;
       }
       case Tok::string: next(); return t.text;

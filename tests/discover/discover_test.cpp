@@ -1,0 +1,102 @@
+// Registry, cost model and plan JSON checks (the gemm rule's cases are golden files).
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "discover/plan.h"
+#include "graph/text.h"
+
+namespace fact::discover {
+namespace {
+
+MatchResult never(const MatchContext&, const graph::Node&) { return NotApplicable{}; }
+
+TEST(RuleRegistry, RejectsDuplicateNames) {
+  RuleRegistry r;
+  r.add(Rule{.name = "x", .meaning = "", .kernel_family = "", .tests = "", .match = &never});
+  try {
+    r.add(Rule{.name = "x", .meaning = "", .kernel_family = "", .tests = "", .match = &never});
+    FAIL() << "duplicate accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rule registry: duplicate rule name 'x'");
+  }
+  EXPECT_THROW(r.add(Rule{.name = "y"}), Error);  // no match function
+  EXPECT_EQ(r.rules().size(), 1u);
+}
+
+TEST(RuleRegistry, BuiltinRulesIncludeGemm) {
+  const Rule* gemm = builtin_rules().find("gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->kernel_family, "cutlass.gemm");
+  EXPECT_EQ(builtin_rules().find("nope"), nullptr);
+}
+
+TEST(CostModel, SquareTf32GemmIsComputeBound) {
+  // 4096^3 fp32 under tf32: 2*4096^3 FLOP at 494 TFLOP/s = 278.2 us; 3 * 64 MiB at
+  // 4.8 TB/s = 41.9 us.
+  const int64_t n = 4096;
+  Work w{2 * n * n * n, 3 * n * n * 4, matmul_unit(graph::DType::f32, Precision::tf32)};
+  Estimate e = estimate(w, w.bytes);
+  EXPECT_EQ(e.bound, Bound::compute);
+  EXPECT_NEAR(e.time_us, 278.22, 0.01);
+  EXPECT_NEAR(e.gain_us, 0.05 * 278.22, 0.01);  // no bytes saved: the tuning headroom only
+  EXPECT_EQ(e.reason, "intensity 682.7 FLOP/B >= ridge 102.9 FLOP/B (tf32 tensor cores on NVIDIA H200)");
+}
+
+TEST(CostModel, FusionSavesBytes) {
+  Work w{1000, 4'800'000, MathUnit::fp32_simt};  // 1 us of traffic
+  Estimate e = estimate(w, 3 * 4'800'000);       // the ATen path moves 3x the bytes
+  EXPECT_EQ(e.bound, Bound::memory);
+  EXPECT_NEAR(e.time_us, 1.0, 1e-9);
+  EXPECT_NEAR(e.gain_us, 2.0 + 0.05, 1e-9);
+}
+
+TEST(CostModel, PolicyPicksTheMathUnit) {
+  EXPECT_EQ(matmul_unit(graph::DType::f32, Precision::fp32), MathUnit::fp32_simt);
+  EXPECT_EQ(matmul_unit(graph::DType::f32, Precision::bf16), MathUnit::bf16_tensor);
+  EXPECT_EQ(matmul_unit(graph::DType::f16, Precision::fp32), MathUnit::fp16_tensor);
+  EXPECT_THROW(matmul_unit(graph::DType::i64, Precision::tf32), Error);
+  EXPECT_EQ(precision_from_name("bf16"), Precision::bf16);
+  EXPECT_THROW(precision_from_name("fp8"), Error);
+}
+
+TEST(PlanJson, LinearPatternFollowsDocs03) {
+  graph::Graph g = graph::parse_text(R"(graph Model {
+  input %x : bf16[8192,4096]{4096,1}
+  parameter %p_weight : bf16[4096,4096]{4096,1} = "weight"
+  parameter %p_bias : bf16[4096]{1} = "bias"
+  %linear : bf16[8192,4096]{4096,1} = aten.linear.default(%x, %p_weight, %p_bias)
+  %relu : bf16[8192,4096]{4096,1} = aten.relu.default(%linear)
+  output (%relu)
+})");
+  nlohmann::ordered_json j = plan_to_json(make_plan(g, builtin_rules(), Precision::tf32));
+  EXPECT_EQ(j["format"], "fact.plan");
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["graph"], "Model");
+  ASSERT_EQ(j["patterns"].size(), 1u);
+  const auto& p = j["patterns"][0];
+  EXPECT_EQ(p["id"], "p0");
+  EXPECT_EQ(p["rule"], "gemm");
+  EXPECT_EQ(p["priority"], 0);
+  EXPECT_EQ(p["nodes"].dump(), R"(["linear"])");
+  EXPECT_EQ(p["output"], "linear");
+  EXPECT_EQ(p["operands"].dump(), R"({"a":"x","b":"p_weight","bias":"p_bias"})");
+  EXPECT_EQ(p["problem"].dump(),
+            R"({"kind":"gemm","m":8192,"n":4096,"k":4096,"l":1,"dtype_a":"bfloat16",)"
+            R"("dtype_b":"bfloat16","dtype_d":"bfloat16","dtype_acc":"float32","layout_a":"row",)"
+            R"("layout_b":"col","lda":4096,"ldb":4096,"ldd":4096,"batch_stride_a":0,)"
+            R"("batch_stride_b":0,"batch_stride_d":0,"bias":"n","alpha":1.0,"beta":1.0})");
+  EXPECT_EQ(p["estimate"]["flops"], 274877906944);
+  // x 64 MiB + w 32 MiB + bias 8 KiB + D 64 MiB, bf16.
+  EXPECT_EQ(p["estimate"]["bytes"], 167780352);
+  EXPECT_EQ(p["estimate"]["bound"], "compute");
+  EXPECT_NEAR(p["estimate"]["time_us"].get<double>(), 277.94, 0.01);  // at 989 TFLOP/s
+  EXPECT_EQ(p["estimate"]["reason"],
+            "intensity 1638.3 FLOP/B >= ridge 206.0 FLOP/B (bf16 tensor cores on NVIDIA H200)");
+  EXPECT_TRUE(p["vetted_example"].is_null());
+  EXPECT_EQ(j["rejected"].size(), 0u);
+  EXPECT_EQ(j["fallback"].dump(),
+            R"([{"node":"relu","op":"aten.relu.default","reason":"no rule matches"}])");
+}
+
+}  // namespace
+}  // namespace fact::discover

@@ -1,0 +1,111 @@
+// JSON reader/writer details of docs/02: float vs integer constants, non-finite floats,
+// enum constants, kwargs order, and error messages with a JSON path.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "graph/json.h"
+
+namespace fact::graph {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string graph_with_node(const std::string& node) {
+  return R"({"format": "fact.graph", "version": 1, "name": "G",
+    "inputs": [{"name": "x", "kind": "user_input",
+                "type": {"dtype": "float32", "shape": [2], "strides": [1]}}],
+    "params": [], "nodes": [)" + node + R"(], "outputs": [{"ref": "x"}]})";
+}
+
+std::string read_error(const std::string& text) {
+  try {
+    graph_from_json_string(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(GraphJson, FloatsStayFloatsAndIntegersStayIntegers) {
+  Graph g = graph_from_json_string(graph_with_node(
+      R"({"name": "n", "op": "aten.foo.default", "args": [2.0, 2, {"float": "-inf"}],
+          "kwargs": {"z": 1, "a": 0.5}, "outputs": []})"));
+  const Node& n = g.nodes.at(0);
+  EXPECT_TRUE(n.args[0].is<double>());
+  EXPECT_TRUE(n.args[1].is<int64_t>());
+  EXPECT_EQ(*n.args[2].get_if<double>(), -std::numeric_limits<double>::infinity());
+  ASSERT_EQ(n.kwargs.size(), 2u);
+  EXPECT_EQ(n.kwargs[0].first, "z");  // file order, not sorted
+  EXPECT_EQ(n.kwargs[1].first, "a");
+
+  json back = graph_to_json(g)["nodes"][0];
+  EXPECT_EQ(back["args"].dump(), R"([2.0,2,{"float":"-inf"}])");
+  EXPECT_EQ(back["kwargs"].dump(), R"({"z":1,"a":0.5})");
+}
+
+TEST(GraphJson, EnumConstantsRoundTrip) {
+  for (const char* arg : {R"({"dtype":"bfloat16"})", R"({"device":"cuda:0"})",
+                          R"({"layout":"strided"})", R"({"memory_format":"channels_last"})",
+                          R"({"float":"nan"})", R"({"ref":"x"})", R"([1,[true,null],"s"])"}) {
+    Arg a = arg_from_json(json::parse(arg), "arg");
+    EXPECT_EQ(arg_to_json(a).dump(), arg);
+  }
+}
+
+TEST(GraphJson, ErrorsNameTheJsonPath) {
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},
+                    "outputs": [{"name": "n", "type": {"dtype": "float8", "shape": [2], "strides": [1]}}]})")),
+            "nodes[0].outputs[0].type.dtype: unknown dtype 'float8'");
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"ref": "y"}], "kwargs": {},
+                    "outputs": []})")),
+            "node 'n' uses 'y', which is not defined before it");
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"float": "big"}], "kwargs": {},
+                    "outputs": []})")),
+            "nodes[0].args[0].float: expected \"inf\", \"-inf\" or \"nan\", got \"big\"");
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [], "kwargs": {},
+                    "outputs": [{"name": "m", "type": null}]})")),
+            "node 'n': output 0 is named 'm', expected 'n'");
+  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 2})"),
+            "version: unsupported version 2 (this build reads 1)");
+  EXPECT_EQ(read_error(R"({"format": "fact.plan", "version": 1})"), "format: expected \"fact.graph\"");
+}
+
+TEST(GraphIndex, Lookups) {
+  Graph g = graph_from_json_string(graph_with_node(
+      R"({"name": "relu", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},
+          "outputs": [{"name": "relu", "type": {"dtype": "float32", "shape": [2], "strides": [1]}}]},
+         {"name": "add", "op": "aten.add.Tensor", "args": [{"ref": "relu"}, {"ref": "x"}], "kwargs": {},
+          "outputs": [{"name": "add", "type": {"dtype": "float32", "shape": [2], "strides": [1]}}]})"));
+  GraphIndex index(g);
+  EXPECT_EQ(index.producer("x"), nullptr);
+  EXPECT_EQ(index.producer("add"), &g.nodes[1]);
+  EXPECT_EQ(index.placeholder("x"), &g.inputs[0]);
+  EXPECT_EQ(index.type("relu").shape, std::vector<int64_t>{2});
+  EXPECT_EQ(index.position(g.nodes[1]), 1u);
+  EXPECT_EQ(index.users("x"), (std::vector<const Node*>{&g.nodes[0], &g.nodes[1]}));
+  EXPECT_THROW(index.type("nope"), Error);
+  try {
+    index.producer("nope");
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "graph 'G' has no value 'nope'");
+  }
+}
+
+TEST(TensorType, ContiguityAndDistinctElements) {
+  TensorType t{DType::f32, {4, 1, 3}, {3, 99, 1}};
+  EXPECT_TRUE(t.is_contiguous());  // a size-1 dimension takes any stride
+  EXPECT_EQ(t.numel(), 12);
+  TensorType expanded{DType::f16, {8, 4, 3}, {0, 3, 1}};
+  EXPECT_FALSE(expanded.is_contiguous());
+  EXPECT_EQ(expanded.distinct_elements(), 12);
+  TensorType transposed{DType::f32, {3, 4}, {1, 3}};
+  EXPECT_FALSE(transposed.is_contiguous());
+  EXPECT_EQ(contiguous_strides(std::vector<int64_t>{4, 3, 2}), (std::vector<int64_t>{6, 2, 1}));
+}
+
+}  // namespace
+}  // namespace fact::graph
