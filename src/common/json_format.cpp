@@ -14,11 +14,14 @@ void write(const nlohmann::ordered_json& j, size_t indent, size_t width, std::st
   out += object ? "{\n" : "[\n";
   bool first = true;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    out += (std::exchange(first, false) ? "" : ",\n") + pad;
+    if (!std::exchange(first, false)) out += ",\n";
+    out += pad;
     if (object) out += nlohmann::ordered_json(it.key()).dump() + ": ";
     write(*it, indent + 2, width, out);
   }
-  out += "\n" + std::string(indent, ' ') + (object ? "}" : "]");
+  out += '\n';
+  out.append(indent, ' ');
+  out += object ? '}' : ']';
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 #include <charconv>
 #include <cmath>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "graph/text.h"
 
 namespace fact::graph {
@@ -15,14 +18,10 @@ bool is_plain_name(std::string_view s) {
   return true;
 }
 
-std::string join_ints(const std::vector<int64_t>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s;
-}
+std::string join_ints(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
 
 std::string value_decl(const Value& v) {
-  return "%" + v.name + " : " + (v.type ? format_type(*v.type) : std::string("none"));
+  return fmt::format("%{} : {}", v.name, v.type ? format_type(*v.type) : std::string("none"));
 }
 
 }  // namespace
@@ -53,8 +52,7 @@ std::string quote(std::string_view s) {
 }
 
 std::string format_type(const TensorType& t) {
-  return std::string(short_name(t.dtype)) + "[" + join_ints(t.shape) + "]{" +
-         join_ints(t.strides) + "}";
+  return fmt::format("{}[{}]{{{}}}", short_name(t.dtype), join_ints(t.shape), join_ints(t.strides));
 }
 
 std::string format_arg(const Arg& arg) {
@@ -62,44 +60,41 @@ std::string format_arg(const Arg& arg) {
       [](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, None>) return "none";
-        else if constexpr (std::is_same_v<T, Ref>) return "%" + v.name;
+        else if constexpr (std::is_same_v<T, Ref>) return fmt::format("%{}", v.name);
         else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
         else if constexpr (std::is_same_v<T, double>) return format_double(v);
         else if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
         else if constexpr (std::is_same_v<T, std::string>) return quote(v);
         else if constexpr (std::is_same_v<T, Arg::List>) {
-          std::string s = "[";
-          for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + format_arg(v[i]);
-          return s + "]";
+          std::vector<std::string> items;
+          for (const Arg& a : v) items.push_back(format_arg(a));
+          return fmt::format("[{}]", fmt::join(items, ", "));
         } else if constexpr (std::is_same_v<T, ScalarType>)
-          return "dtype(" + std::string(short_name(v.dtype)) + ")";
-        else if constexpr (std::is_same_v<T, Device>) return "device(" + quote(v.name) + ")";
-        else if constexpr (std::is_same_v<T, TorchLayout>) return "layout(" + quote(v.name) + ")";
-        else return "memory_format(" + quote(v.name) + ")";
+          return fmt::format("dtype({})", short_name(v.dtype));
+        else if constexpr (std::is_same_v<T, Device>) return fmt::format("device({})", quote(v.name));
+        else if constexpr (std::is_same_v<T, TorchLayout>) return fmt::format("layout({})", quote(v.name));
+        else return fmt::format("memory_format({})", quote(v.name));
       },
       arg.value);
 }
 
 std::string print_text(const Graph& g) {
-  std::string out = "graph " + (is_plain_name(g.name) ? g.name : quote(g.name)) + " {\n";
-  for (const auto& p : g.inputs) out += "  input %" + p.name + " : " + format_type(p.type) + "\n";
+  std::string out = fmt::format("graph {} {{\n", is_plain_name(g.name) ? g.name : quote(g.name));
+  for (const auto& p : g.inputs) out += fmt::format("  input %{} : {}\n", p.name, format_type(p.type));
   for (const auto& p : g.params)
-    out += "  " + std::string(kind_name(p.kind)) + " %" + p.name + " : " + format_type(p.type) +
-           " = " + quote(p.target) + "\n";
+    out += fmt::format("  {} %{} : {} = {}\n", kind_name(p.kind), p.name, format_type(p.type),
+                       quote(p.target));
   for (const auto& n : g.nodes) {
-    out += "  ";
-    if (n.outputs.empty()) out += "%" + n.name;  // a node without outputs prints its name
-    for (size_t i = 0; i < n.outputs.size(); ++i) out += (i ? ", " : "") + value_decl(n.outputs[i]);
-    out += " = " + n.op + "(";
-    bool first = true;
-    for (const auto& a : n.args) out += (std::exchange(first, false) ? "" : ", ") + format_arg(a);
-    for (const auto& [k, a] : n.kwargs)
-      out += (std::exchange(first, false) ? "" : ", ") + k + "=" + format_arg(a);
-    out += ")\n";
+    std::vector<std::string> outs, args;
+    for (const auto& v : n.outputs) outs.push_back(value_decl(v));
+    if (outs.empty()) outs.push_back(fmt::format("%{}", n.name));  // no outputs: the node's name
+    for (const auto& a : n.args) args.push_back(format_arg(a));
+    for (const auto& [k, a] : n.kwargs) args.push_back(fmt::format("{}={}", k, format_arg(a)));
+    out += fmt::format("  {} = {}({})\n", fmt::join(outs, ", "), n.op, fmt::join(args, ", "));
   }
-  out += "  output (";
-  for (size_t i = 0; i < g.outputs.size(); ++i) out += (i ? ", %" : "%") + g.outputs[i];
-  return out + ")\n}\n";
+  std::vector<std::string> outputs;
+  for (const auto& o : g.outputs) outputs.push_back(fmt::format("%{}", o));
+  return out + fmt::format("  output ({})\n}}\n", fmt::join(outputs, ", "));
 }
 
 }  // namespace fact::graph
