@@ -42,7 +42,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
 
   // 1. Every rule over every node.
   std::vector<Candidate> candidates;
-  std::vector<std::pair<size_t, RejectedNode>> rejections;
+  std::vector<RejectedNode> rejections;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const graph::Node& node = graph.nodes[i];
     for (const Rule& rule : rules.rules()) {
@@ -51,7 +51,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
         Estimate e = estimate(m->work, unfused_bytes(index, m->nodes));
         candidates.push_back({&rule, i, std::move(*m), std::move(e)});
       } else if (auto* rej = std::get_if<Rejection>(&r)) {
-        rejections.push_back({i, {node.name, node.op, std::string(rule.name), rej->reason}});
+        rejections.push_back({node.name, node.op, std::string(rule.name), rej->reason});
       }
     }
   }
@@ -91,7 +91,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
 
   // 3. Every node outside the patterns: rejected (with each rule's reason) or fallback.
   std::set<std::string> rejected;
-  for (auto& [i, r] : rejections)
+  for (auto& r : rejections)
     if (!covered_by.contains(r.node)) {
       rejected.insert(r.node);
       plan.rejected.push_back(std::move(r));

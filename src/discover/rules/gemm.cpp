@@ -5,7 +5,7 @@
 //          aten.linear.default (table and constraints: docs/03-rules.md).
 // Meaning  torch.mm / torch.bmm / torch.addmm / torch.matmul / F.linear.
 // Family   cutlass.gemm: CUTLASS universal GEMM, fp32 accumulate.
-// Tests    tests/golden/discover/gemm_*.txt (plan goldens), tests/discover/gemm_rule_test.cpp.
+// Tests    tests/golden/discover/gemm_*.txt -> *.plan (run by tests/discover/golden_plan_test.cpp).
 //
 // Operands are read in place: a transposed or permuted operand (e.g. the output of
 // aten.t) is a column-major layout with its leading stride, never a copy. The strides are
