@@ -56,6 +56,7 @@ class OptimizeOptions:
         jobs: parallel nvcc processes for realize (``None``: factc decides).
         factc: the engine executable (``None``: :func:`fact.factc.find_factc`).
         cache: kernel cache directory passed to realize (``None``: factc's default).
+        tune_budget: CUTLASS candidates built per pattern, best-ranked first (0: all).
         inductor: also time ``torch.compile`` (default mode) under the policy.
         problem_name: the name in the report row (default: the model's class name).
         trials: timed trials per variant (at least 20).
@@ -67,6 +68,7 @@ class OptimizeOptions:
     jobs: int | None = None
     factc: str | None = None
     cache: str | None = None
+    tune_budget: int = 0
     inductor: bool = False
     problem_name: str | None = None
     trials: int = 20
@@ -162,6 +164,8 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
         realize += ["--jobs", str(opts.jobs)]
     if opts.cache:
         realize += ["--cache", opts.cache]
+    if opts.tune_budget:
+        realize += ["--tune-budget", str(opts.tune_budget)]
     run_factc(factc, realize, opts.verbose)
     with open(paths["realized"], encoding="utf-8") as f:
         realized = json.load(f)

@@ -1,6 +1,7 @@
 #include "realize/codegen.h"
 
 #include <map>
+#include <regex>
 
 #include "common/error.h"
 #include "realize/embedded_templates.h"
@@ -30,8 +31,9 @@ std::string substitute(std::string text, const std::map<std::string, std::string
       text.replace(pos, needle.size(), value);
     }
   }
-  if (auto pos = text.find("{{"); pos != std::string::npos) {
-    throw Error("kernel template: unfilled placeholder " + text.substr(pos, 32));
+  static const std::regex placeholder(R"(\{\{[A-Z_]+\}\})");
+  if (std::smatch m; std::regex_search(text, m, placeholder)) {
+    throw Error("kernel template: unfilled placeholder " + m.str());
   }
   return text;
 }

@@ -68,8 +68,8 @@ int run_realize(const RealizeOptions& opt) {
       if (auto family = gemm_family(w.problem, opt.policy, why)) {
         for (const auto& cfg : gemm_tuning_space(*family, w.problem, sm_count, opt.tune_budget)) {
           const std::string name = gemm_kernel_name(*family, cfg);
-          w.kernels.push_back(name);
           if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(*family, cfg)};
+          w.kernels.push_back(name);
         }
       } else {
         w.unsupported = why;

@@ -19,8 +19,8 @@ namespace {
 fs::path make_fake_nvcc(const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path script = dir / "fake-nvcc";
-  std::ofstream(script) << R"(#!/bin/sh
-echo x >> ")" << (dir / "calls").string() << R"("
+  std::ofstream(script) << R"SH(#!/bin/sh
+echo x >> ")SH" << (dir / "calls").string() << R"SH("
 out=""; src=""; shared=0; prev=""
 for a in "$@"; do
   [ "$prev" = "-o" ] && out="$a"
@@ -32,7 +32,7 @@ grep -q FAIL "$src" && { echo "error: FAIL"; exit 1; }
 grep -q WARN "$src" && echo "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized"
 if [ $shared = 1 ]; then cp "$src" "$out"; else echo "object:$(cat "$src")" > "$out"; fi
 exit 0
-)";
+)SH";
   fs::permissions(script, fs::perms::owner_all);
   return script;
 }

