@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One GPU-machine run: check the engine, measure the ceilings, run the skeleton benchmark.
+# Expects a built factc (FACTC, default build/factc), CUTLASS headers in .deps/cutlass and
+# optionally a warm kernel cache in .kcache. Writes at most six files to $OUT.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-/tmp/fact-out}"
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export FACT_FACTC="$ROOT/${FACTC:-build/factc}" FACT_CACHE_DIR="$ROOT/.kcache"
+export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+  nvcc --version | tail -2
+  "$FACT_FACTC" --version
+  python3 bench/ceilings.py
+} 2>&1 | tee "$OUT/env.txt"
+python3 bench/skeleton.py --out "$OUT/skeleton-h200.json" --work /tmp/fact-work "$@" 2>&1 | tee "$OUT/skeleton.log"
+for d in /tmp/fact-work/*/; do
+  echo "## $(basename "$d")"; cat "$d/artifact/report.md" 2>/dev/null; echo
+done > "$OUT/reports.md"
+tar czf "$OUT/work.tar.gz" --exclude='*.so' --exclude='params.pt' -C /tmp fact-work 2>/dev/null
+echo "gpu_run: done"
