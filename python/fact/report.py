@@ -28,8 +28,10 @@ def _run_quiet(cmd: Sequence[str], cwd: str | None = None) -> str:
 def git_commit(repo: str = _REPO) -> str | None:
     """``git rev-parse --short HEAD`` of the FACT checkout, or ``None`` when unavailable."""
     if shutil.which("git") is None:
-        return None
-    return _run_quiet(["git", "rev-parse", "--short", "HEAD"], cwd=repo) or None
+        return os.environ.get("FACT_COMMIT") or None
+    # A copy of the tree without .git (e.g. on a GPU machine) gets it from FACT_COMMIT.
+    return (_run_quiet(["git", "rev-parse", "--short", "HEAD"], cwd=repo)
+            or os.environ.get("FACT_COMMIT") or None)
 
 
 def _driver() -> str | None:

@@ -53,6 +53,7 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"LAYOUT_A", cutlass_layout(f.layout_a)},
       {"LAYOUT_B", cutlass_layout(f.layout_b)},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
+      {"SWAP_AB", gemm_swaps_ab(f) ? "true" : "false"},
       {"TILE_M", std::to_string(c.tile_m)},
       {"TILE_N", std::to_string(c.tile_n)},
       {"TILE_K", std::to_string(c.tile_k)},

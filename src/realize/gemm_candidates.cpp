@@ -32,14 +32,6 @@ CublasMapping cublas_mapping(const GemmProblem& p) {
           p.layout_a == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T};
 }
 
-cudaDataType_t cuda_type(DType d) {
-  switch (d) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
 
 class CutlassCandidate final : public GemmCandidate {
  public:
@@ -81,11 +73,8 @@ class CutlassCandidate final : public GemmCandidate {
 
 class CublasCandidate final : public GemmCandidate {
  public:
-  CublasCandidate(const GemmProblem& p, Policy policy) : p_(p), name_(cublas_candidate_name(p, policy)) {
-    compute_ = CUBLAS_COMPUTE_32F;
-    if (p.dtype_a == DType::F32 && policy == Policy::TF32) compute_ = CUBLAS_COMPUTE_32F_FAST_TF32;
-    if (p.dtype_a == DType::F32 && policy == Policy::BF16) compute_ = CUBLAS_COMPUTE_32F_FAST_16BF;
-  }
+  CublasCandidate(const GemmProblem& p, Policy policy)
+      : p_(p), name_(cublas_candidate_name(p, policy)), compute_(vendor_compute_type(p, policy)) {}
   const std::string& name() const override { return name_; }
   const char* impl() const override { return "vendor"; }
   std::string prepare(const FactGemmArgs&, GpuContext&) override { return ""; }
@@ -99,9 +88,9 @@ class CublasCandidate final : public GemmCandidate {
     const float alpha = a.alpha;
     FACT_CUBLAS(cublasGemmStridedBatchedEx(
         gpu.cublas(), map.op_first, map.op_second, int(a.n), int(a.m), int(a.k), &alpha,
-        a.b, cuda_type(p_.dtype_b), int(a.ldb), a.batch_stride_b,
-        a.a, cuda_type(p_.dtype_a), int(a.lda), a.batch_stride_a, &beta,
-        a.d, cuda_type(p_.dtype_d), int(a.ldd), a.batch_stride_d, int(a.l), compute_,
+        a.b, cuda_data_type(p_.dtype_b), int(a.ldb), a.batch_stride_b,
+        a.a, cuda_data_type(p_.dtype_a), int(a.lda), a.batch_stride_a, &beta,
+        a.d, cuda_data_type(p_.dtype_d), int(a.ldd), a.batch_stride_d, int(a.l), compute_,
         CUBLAS_GEMM_DEFAULT));
   }
 
@@ -112,6 +101,21 @@ class CublasCandidate final : public GemmCandidate {
 };
 
 }  // namespace
+
+cudaDataType_t cuda_data_type(DType d) {
+  switch (d) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+cublasComputeType_t vendor_compute_type(const GemmProblem& p, Policy policy) {
+  if (p.dtype_a == DType::F32 && policy == Policy::TF32) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (p.dtype_a == DType::F32 && policy == Policy::BF16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+  return CUBLAS_COMPUTE_32F;
+}
 
 std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,

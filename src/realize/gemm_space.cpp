@@ -95,6 +95,10 @@ std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const Gem
   return space;
 }
 
+bool gemm_swaps_ab(const GemmFamilyKey& f) {
+  return dtype_bytes(f.element) == 4 && f.layout_a == Layout::Row && f.layout_b == Layout::Row;
+}
+
 std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
   auto lay = [](Layout l) { return l == Layout::Row ? 'r' : 'c'; };
   return fmt::format("cutlass3x_sm90a_{}_{}{}r_{}x{}x{}_{}x{}x1_{}_{}_{}", f.mma, lay(f.layout_a),

@@ -46,6 +46,12 @@ std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Policy policy, st
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget);
 
+/// True when CUTLASS's sm90 builder swaps A and B for this family: 4-byte (tf32) operands
+/// with A row-major (K-major) and B row-major (N-major), since tf32 WGMMA reads K-major
+/// shared memory only (cutlass/gemm/collective/builders/sm90_gmma_builder.inl, is_swapAB).
+/// The kernel then computes D^T and its epilogue must be given D^T's layout.
+bool gemm_swaps_ab(const GemmFamilyKey& family);
+
 /// The procedural kernel name (see the header comment).
 std::string gemm_kernel_name(const GemmFamilyKey& family, const GemmConfig& c);
 

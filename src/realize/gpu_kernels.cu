@@ -111,6 +111,14 @@ __global__ void compare_kernel(const T* d, const double* ref, int64_t l, int64_t
   if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
 }
 
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
 template <class F>
 void dispatch(DType dt, F&& f) {
   switch (dt) {
@@ -129,6 +137,11 @@ void fill_random(void* dst, DType d, int64_t count, uint64_t seed, Distribution 
     fill_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(
         static_cast<T*>(dst), count, seed, dist == Distribution::Normal, scale);
   });
+  FACT_CUDA_LAUNCH();
+}
+
+void gpu_spin(int microseconds, cudaStream_t stream) {
+  spin_kernel<<<1, 1, 0, stream>>>(1000ull * unsigned(microseconds));
   FACT_CUDA_LAUNCH();
 }
 

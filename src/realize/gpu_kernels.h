@@ -26,6 +26,11 @@ void convert_to_double(const void* src, DType d, double* dst, int64_t count, cud
 void broadcast_rows(void* out, bool out_double, const void* bias, DType d, int64_t l,
                     int64_t m, int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream);
 
+/// Keeps the GPU busy for `microseconds` (one thread spinning on %globaltimer). Launched
+/// before a timed region's start event, it hides the host's launch preparation, so the
+/// events measure device time only.
+void gpu_spin(int microseconds, cudaStream_t stream);
+
 /// Comparison of an output against its float64 reference over the logical L x M x N
 /// elements. Accumulated in device memory (see CompareStats) and read back by the caller.
 struct CompareStats {

@@ -130,10 +130,12 @@ int run_realize(const RealizeOptions& opt) {
       continue;
     }
 
-    // 3-4. Verify and tune on the GPU: the vendor path first, then every built kernel.
+    // 3-4. Verify and tune on the GPU: the vendor paths (cuBLAS, cuBLASLt) first, then every
+    // built kernel.
     const auto t_tune = std::chrono::steady_clock::now();
     std::vector<std::unique_ptr<GemmCandidate>> runnable;
     runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
+    runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
     json build_failures = json::array();
     for (const auto& name : w.kernels) {
       const auto& b = built.at(name);
