@@ -26,7 +26,7 @@ void add_realize_command(CLI::App& app) {
   cmd->callback([=] {
     opt->plan = *plan;
     opt->output = *out;
-    opt->policy = realize::parse_policy(*policy);
+    opt->policy = precision_from_name(*policy);
     opt->cache_dir = *cache;
     if (int rc = realize::run_realize(*opt); rc != 0) throw CLI::RuntimeError(rc);
   });

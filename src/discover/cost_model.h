@@ -2,6 +2,8 @@
 // whether compute or memory bounds it, and how much a FACT kernel can gain over ATen.
 #pragma once
 
+#include "common/precision.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -10,11 +12,9 @@
 
 namespace fact::discover {
 
-/// Precision policy of a run (DESIGN §4): how fp32 matmul-like ops are computed.
-enum class Precision { fp32, tf32, bf16 };
-std::string_view precision_name(Precision p);
-/// "fp32", "tf32" or "bf16"; throws fact::Error otherwise.
-Precision precision_from_name(std::string_view name);
+using fact::Precision;
+using fact::precision_name;
+using fact::precision_from_name;
 
 /// The unit that executes a pattern's FLOPs.
 enum class MathUnit { fp32_simt, tf32_tensor, fp16_tensor, bf16_tensor };

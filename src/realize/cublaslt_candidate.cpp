@@ -15,7 +15,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
 class CublasLtCandidate final : public GemmCandidate {
  public:
-  CublasLtCandidate(const GemmProblem& p, Policy policy)
+  CublasLtCandidate(const GemmProblem& p, Precision policy)
       : p_(p), policy_(policy), name_("cublaslt_" + cublas_candidate_name(p, policy).substr(7)) {}
   ~CublasLtCandidate() override {
     if (layout_d_) cublasLtMatrixLayoutDestroy(layout_d_);
@@ -86,7 +86,7 @@ class CublasLtCandidate final : public GemmCandidate {
 
  private:
   GemmProblem p_;
-  Policy policy_;
+  Precision policy_;
   std::string name_;
   cublasLtHandle_t lt_ = nullptr;
   cublasLtMatmulDesc_t desc_ = nullptr;
@@ -98,7 +98,7 @@ class CublasLtCandidate final : public GemmCandidate {
 
 }  // namespace
 
-std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Policy policy) {
+std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Precision policy) {
   return std::make_unique<CublasLtCandidate>(p, policy);
 }
 

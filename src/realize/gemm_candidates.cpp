@@ -73,7 +73,7 @@ class CutlassCandidate final : public GemmCandidate {
 
 class CublasCandidate final : public GemmCandidate {
  public:
-  CublasCandidate(const GemmProblem& p, Policy policy)
+  CublasCandidate(const GemmProblem& p, Precision policy)
       : p_(p), name_(cublas_candidate_name(p, policy)), compute_(vendor_compute_type(p, policy)) {}
   const std::string& name() const override { return name_; }
   const char* impl() const override { return "vendor"; }
@@ -111,9 +111,9 @@ cudaDataType_t cuda_data_type(DType d) {
   return CUDA_R_32F;
 }
 
-cublasComputeType_t vendor_compute_type(const GemmProblem& p, Policy policy) {
-  if (p.dtype_a == DType::F32 && policy == Policy::TF32) return CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (p.dtype_a == DType::F32 && policy == Policy::BF16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy) {
+  if (p.dtype_a == DType::F32 && policy == Precision::tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (p.dtype_a == DType::F32 && policy == Precision::bf16) return CUBLAS_COMPUTE_32F_FAST_16BF;
   return CUBLAS_COMPUTE_32F;
 }
 
@@ -130,12 +130,12 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
   }
 }
 
-std::string cublas_candidate_name(const GemmProblem& p, Policy policy) {
+std::string cublas_candidate_name(const GemmProblem& p, Precision policy) {
   if (p.dtype_a != DType::F32) return "cublas_" + to_string(p.dtype_a);
-  return "cublas_" + to_string(policy);
+  return "cublas_" + std::string(precision_name(policy));
 }
 
-std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Policy policy) {
+std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Precision policy) {
   return std::make_unique<CublasCandidate>(p, policy);
 }
 

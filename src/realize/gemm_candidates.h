@@ -36,21 +36,21 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
 /// cuBLAS (cublasGemmStridedBatchedEx) for `p` under `policy`: fp32 inputs use
 /// CUBLAS_COMPUTE_32F (fp32), _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16/bf16 inputs use
 /// CUBLAS_COMPUTE_32F. A bias is written into D first and added with beta.
-std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Policy policy);
+std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Precision policy);
 
 /// cuBLASLt (cublasLtMatmul, its heuristic's first algorithm, up to 32 MiB of workspace)
 /// for `p` under `policy`; a bias along N uses the fused CUBLASLT_EPILOGUE_BIAS (beta 1),
 /// which is how PyTorch runs `linear`/`addmm` with a bias.
-std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Policy policy);
+std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Precision policy);
 
 /// The vendor candidates' names under a policy, e.g. "cublas_tf32", "cublaslt_tf32".
-std::string cublas_candidate_name(const GemmProblem& p, Policy policy);
+std::string cublas_candidate_name(const GemmProblem& p, Precision policy);
 
 /// The CUDA data type of a FACT dtype, and the cuBLAS compute type a policy asks for: fp32
 /// inputs use CUBLAS_COMPUTE_32F (fp32), _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16 and
 /// bf16 inputs use CUBLAS_COMPUTE_32F.
 cudaDataType_t cuda_data_type(DType d);
-cublasComputeType_t vendor_compute_type(const GemmProblem& p, Policy policy);
+cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy);
 
 /// Float64 reference: d64 (same strides as D, already holding the bias broadcast or zeros)
 /// = alpha * A64 * B64 + beta * d64, with cublasDgemmStridedBatched.

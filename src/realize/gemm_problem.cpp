@@ -4,22 +4,6 @@
 
 namespace fact::realize {
 
-Policy parse_policy(const std::string& s) {
-  if (s == "fp32") return Policy::FP32;
-  if (s == "tf32") return Policy::TF32;
-  if (s == "bf16") return Policy::BF16;
-  throw Error("unknown precision policy '" + s + "' (expected fp32, tf32 or bf16)");
-}
-
-std::string to_string(Policy p) {
-  switch (p) {
-    case Policy::FP32: return "fp32";
-    case Policy::TF32: return "tf32";
-    case Policy::BF16: return "bf16";
-  }
-  return "?";
-}
-
 DType parse_dtype(const std::string& s) {
   if (s == "float32") return DType::F32;
   if (s == "float16") return DType::F16;

@@ -6,15 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/precision.h"
+
 namespace fact::realize {
 
-enum class Policy { FP32, TF32, BF16 };
 enum class DType { F32, F16, BF16 };
 enum class Layout { Row, Col };
 
-/// Parses "fp32" | "tf32" | "bf16". Throws fact::Error naming the bad value.
-Policy parse_policy(const std::string& s);
-std::string to_string(Policy p);
 /// Parses torch dtype names "float32" | "float16" | "bfloat16". Throws fact::Error.
 DType parse_dtype(const std::string& s);
 std::string to_string(DType d);

@@ -9,7 +9,7 @@
 
 namespace fact::realize {
 
-std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Policy policy, std::string& why) {
+std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Precision policy, std::string& why) {
   if (p.dtype_a != p.dtype_b || p.dtype_a != p.dtype_d) {
     why = "mixed operand dtypes";
     return std::nullopt;
@@ -17,11 +17,11 @@ std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Policy policy, st
   GemmFamilyKey key{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n};
   switch (p.dtype_a) {
     case DType::F32:
-      if (policy == Policy::FP32) {
+      if (policy == Precision::fp32) {
         why = "fp32 policy: no fp32-accurate CUTLASS GEMM in this family (SIMT/3xTF32 not built); vendor SGEMM only";
         return std::nullopt;
       }
-      if (policy == Policy::BF16) {
+      if (policy == Precision::bf16) {
         why = "bf16 policy on fp32 inputs: vendor path (cuBLAS fast-bf16 compute) only";
         return std::nullopt;
       }

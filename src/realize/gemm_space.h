@@ -39,7 +39,7 @@ struct GemmFamilyKey {
 /// kernel of this family implements it (then only the vendor path is a candidate):
 /// fp32 inputs under fp32 (no fp32-accurate CUTLASS kernel yet) or bf16 policy; mixed
 /// dtypes; pointers/leading dimensions that cannot meet TMA's 16-byte alignment.
-std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Policy policy, std::string& why);
+std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Precision policy, std::string& why);
 
 /// The tuning space, ranked by a simple cost model (tile quantization and waves on
 /// `sm_count` multiprocessors), best first; at most `budget` entries (0 = all).

@@ -11,12 +11,12 @@
 
 namespace fact::realize {
 
-double gemm_tolerance(const GemmProblem& p, Policy policy) {
+double gemm_tolerance(const GemmProblem& p, Precision policy) {
   auto unit = [](DType d) { return d == DType::F32 ? std::ldexp(1.0, -24)
                                    : d == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); };
   double u_in = unit(p.dtype_a);
-  if (p.dtype_a == DType::F32 && policy == Policy::TF32) u_in = std::ldexp(1.0, -10);
-  if (p.dtype_a == DType::F32 && policy == Policy::BF16) u_in = std::ldexp(1.0, -8);
+  if (p.dtype_a == DType::F32 && policy == Precision::tf32) u_in = std::ldexp(1.0, -10);
+  if (p.dtype_a == DType::F32 && policy == Precision::bf16) u_in = std::ldexp(1.0, -8);
   const double u_out = unit(p.dtype_d);
   return 4.0 * 2.0 * u_in + u_out + 8.0 * std::ldexp(1.0, -24) * std::sqrt(double(p.k));
 }
@@ -46,7 +46,7 @@ std::vector<Draw> draws_for(const GemmProblem& p) {
 
 }  // namespace
 
-std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Policy policy,
+std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& cands,
                                               GpuContext& gpu, int warmup, int trials, bool verbose) {
   cudaStream_t s = gpu.stream();

@@ -24,14 +24,14 @@ struct CandidateOutcome {
 /// rounding of the MMA type (tf32 truncates to 10 mantissa bits: 2^-10; bf16 2^-8; fp16
 /// 2^-11; fp32 2^-24), twice for the product, four-fold margin; plus the output dtype's
 /// rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign growth).
-double gemm_tolerance(const GemmProblem& p, Policy policy);
+double gemm_tolerance(const GemmProblem& p, Precision policy);
 
 /// Verifies every candidate on several draws (normal, normal with another seed, uniform
 /// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
 /// (NaN) before each run; then times the survivors alternating round by round, with an L2
 /// flush before each trial, after `warmup` runs each, over `trials` rounds.
 /// Throws fact::Error only when the GPU itself fails (allocation, reference).
-std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Policy policy,
+std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& candidates,
                                               GpuContext& gpu, int warmup = 5, int trials = 30,
                                               bool verbose = false);

@@ -90,7 +90,7 @@ int run_realize(const RealizeOptions& opt) {
   for (auto& r : build_kernels(reqs, tc, cache, jobs, print_progress)) built[r.name] = r;
   const double build_wall = seconds_since(t_build);
 
-  json result{{"format", "fact.realized"}, {"version", 1}, {"policy", to_string(opt.policy)},
+  json result{{"format", "fact.realized"}, {"version", 1}, {"policy", std::string(precision_name(opt.policy))},
               {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
               {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
               {"build_wall_s", build_wall}, {"gpu", nullptr}};

@@ -10,7 +10,7 @@ namespace fact::realize {
 struct RealizeOptions {
   std::filesystem::path plan;          // plan.json from `factc discover`
   std::filesystem::path output;        // realized.json to write
-  Policy policy = Policy::TF32;
+  Precision policy = Precision::tf32;
   std::filesystem::path cache_dir;     // empty: default_cache_dir()
   int jobs = 0;                        // parallel nvcc; 0: default_jobs()
   int tune_budget = 0;                 // CUTLASS candidates built per pattern; 0: all

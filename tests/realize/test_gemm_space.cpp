@@ -8,6 +8,7 @@
 #include "realize/gemm_verify_tune.h"
 
 using namespace fact::realize;
+using fact::Precision;
 
 namespace {
 GemmProblem square_f32(int64_t n) {
@@ -20,7 +21,7 @@ GemmProblem square_f32(int64_t n) {
 
 TEST(GemmFamily, Fp32UnderTf32IsTf32Family) {
   std::string why;
-  auto f = gemm_family(square_f32(4096), Policy::TF32, why);
+  auto f = gemm_family(square_f32(4096), Precision::tf32, why);
   ASSERT_TRUE(f.has_value()) << why;
   EXPECT_EQ(f->mma, "tf32");
   EXPECT_EQ(f->layout_a, Layout::Row);
@@ -28,7 +29,7 @@ TEST(GemmFamily, Fp32UnderTf32IsTf32Family) {
 
 TEST(GemmFamily, Fp32UnderFp32HasNoCutlassFamilyAndSaysWhy) {
   std::string why;
-  EXPECT_FALSE(gemm_family(square_f32(4096), Policy::FP32, why).has_value());
+  EXPECT_FALSE(gemm_family(square_f32(4096), Precision::fp32, why).has_value());
   EXPECT_NE(why.find("fp32 policy"), std::string::npos);
 }
 
@@ -36,14 +37,14 @@ TEST(GemmFamily, UnalignedLeadingDimensionIsRefused) {
   auto p = square_f32(4096);
   p.lda = 4097;  // not a multiple of 4 floats = 16 bytes
   std::string why;
-  EXPECT_FALSE(gemm_family(p, Policy::TF32, why).has_value());
+  EXPECT_FALSE(gemm_family(p, Precision::tf32, why).has_value());
   EXPECT_NE(why.find("16 bytes"), std::string::npos);
 }
 
 TEST(GemmSpace, HasAtLeastEightDistinctConfigsWithBothSchedules) {
   std::string why;
   auto p = square_f32(4096);
-  auto f = *gemm_family(p, Policy::TF32, why);
+  auto f = *gemm_family(p, Precision::tf32, why);
   auto space = gemm_tuning_space(f, p, 132, 0);
   ASSERT_GE(space.size(), 8u);
   std::set<std::string> names;
@@ -63,7 +64,7 @@ TEST(GemmSpace, HasAtLeastEightDistinctConfigsWithBothSchedules) {
 TEST(GemmSpace, BudgetKeepsTheBestRanked) {
   std::string why;
   auto p = square_f32(4096);
-  auto f = *gemm_family(p, Policy::TF32, why);
+  auto f = *gemm_family(p, Precision::tf32, why);
   auto all = gemm_tuning_space(f, p, 132, 0);
   auto two = gemm_tuning_space(f, p, 132, 2);
   ASSERT_EQ(two.size(), 2u);
@@ -80,7 +81,7 @@ TEST(GemmSpace, FewOutputTilesRankStreamKFirst) {
   p.ldb = 256;
   p.ldd = 256;
   std::string why;
-  auto f = *gemm_family(p, Policy::TF32, why);
+  auto f = *gemm_family(p, Precision::tf32, why);
   auto space = gemm_tuning_space(f, p, 132, 0);
   EXPECT_EQ(space.front().scheduler, TileScheduler::StreamK);
 }
@@ -116,12 +117,12 @@ TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
 
 TEST(Tolerance, ScalesWithPolicyAndK) {
   auto p = square_f32(4096);
-  const double tf32 = gemm_tolerance(p, Policy::TF32);
-  const double fp32 = gemm_tolerance(p, Policy::FP32);
+  const double tf32 = gemm_tolerance(p, Precision::tf32);
+  const double fp32 = gemm_tolerance(p, Precision::fp32);
   EXPECT_GT(tf32, 1e-3);
   EXPECT_LT(tf32, 1e-2);
   EXPECT_LT(fp32, 1e-4);
   auto big_k = p;
   big_k.k = 524288;
-  EXPECT_GT(gemm_tolerance(big_k, Policy::FP32), fp32);
+  EXPECT_GT(gemm_tolerance(big_k, Precision::fp32), fp32);
 }
