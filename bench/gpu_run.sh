@@ -14,7 +14,7 @@ export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   nvcc --version | tail -2
   "$FACT_FACTC" --version
-  python3 bench/ceilings.py
+  [ "${SKIP_CEILINGS:-0}" = 1 ] || python3 bench/ceilings.py
 } 2>&1 | tee "$OUT/env.txt"
 python3 bench/skeleton.py --out "$OUT/skeleton-h200.json" --work /tmp/fact-work "$@" 2>&1 | tee "$OUT/skeleton.log"
 for d in /tmp/fact-work/*/; do

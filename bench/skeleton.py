@@ -46,7 +46,11 @@ def _run_one(name: str, args: argparse.Namespace, json_path: str) -> tuple[int, 
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(REPO, "python"),
                                                       env.get("PYTHONPATH")]))
     print(f"== {name}: {shlex.join(cmd)}", flush=True)
-    proc = subprocess.run(cmd, env=env, cwd=REPO)
+    try:
+        proc = subprocess.run(cmd, env=env, cwd=REPO, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"== {name}: no result within {args.timeout} s (killed)", flush=True)
+        return 124, shlex.join(cmd)
     return proc.returncode, shlex.join(cmd)
 
 
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inductor", action="store_true")
     parser.add_argument("--work", default=os.path.join(REPO, "out", "skeleton"),
                         help="working directories of the runs")
+    parser.add_argument("--timeout", type=int, default=420,
+                        help="seconds one problem may take (compile, tune, verify, time)")
     parser.add_argument("--only", nargs="+", choices=PROBLEMS, default=list(PROBLEMS))
     args = parser.parse_args(argv)
 
