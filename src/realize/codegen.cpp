@@ -42,6 +42,7 @@ std::string substitute(std::string text, const std::map<std::string, std::string
 
 std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const bool coop = c.schedule == Schedule::Cooperative;
+  const bool transpose = gemm_transposes_problem(f);
   const std::string name = gemm_kernel_name(f, c);
   return substitute(embedded::kGemmSm90Template, {
       {"NAME", name},
@@ -50,10 +51,11 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"ELEMENT_A", cutlass_element(f.element)},
       {"ELEMENT_B", cutlass_element(f.element)},
       {"ELEMENT_D", cutlass_element(f.element)},
-      {"LAYOUT_A", cutlass_layout(f.layout_a)},
-      {"LAYOUT_B", cutlass_layout(f.layout_b)},
+      // For D^T = B^T A^T: B^T is column-major N x K, A^T is K-major (column-major K x M).
+      {"LAYOUT_A", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(f.layout_a)},
+      {"LAYOUT_B", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(f.layout_b)},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
-      {"SWAP_AB", gemm_swaps_ab(f) ? "true" : "false"},
+      {"TRANSPOSE_PROBLEM", transpose ? "true" : "false"},
       {"TILE_M", std::to_string(c.tile_m)},
       {"TILE_N", std::to_string(c.tile_n)},
       {"TILE_K", std::to_string(c.tile_k)},

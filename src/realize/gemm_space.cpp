@@ -95,7 +95,7 @@ std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const Gem
   return space;
 }
 
-bool gemm_swaps_ab(const GemmFamilyKey& f) {
+bool gemm_transposes_problem(const GemmFamilyKey& f) {
   return dtype_bytes(f.element) == 4 && f.layout_a == Layout::Row && f.layout_b == Layout::Row;
 }
 

@@ -46,11 +46,13 @@ std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Precision policy,
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget);
 
-/// True when CUTLASS's sm90 builder swaps A and B for this family: 4-byte (tf32) operands
-/// with A row-major (K-major) and B row-major (N-major), since tf32 WGMMA reads K-major
-/// shared memory only (cutlass/gemm/collective/builders/sm90_gmma_builder.inl, is_swapAB).
-/// The kernel then computes D^T and its epilogue must be given D^T's layout.
-bool gemm_swaps_ab(const GemmFamilyKey& family);
+/// True when the kernel computes D^T = B^T A^T instead of D: 4-byte (tf32) operands with A
+/// row-major (K-major) and B row-major (N-major). tf32 WGMMA reads K-major shared memory
+/// only, and for this layout pair CUTLASS's sm90 builder would swap A and B internally
+/// (sm90_gmma_builder.inl, is_swapAB) while its epilogue keeps the unswapped M x N bounds:
+/// wrong for M != N. In the transposed problem B^T is an M-major A and A^T a K-major B,
+/// which CUTLASS runs without a swap (A goes through registers).
+bool gemm_transposes_problem(const GemmFamilyKey& family);
 
 /// The procedural kernel name (see the header comment).
 std::string gemm_kernel_name(const GemmFamilyKey& family, const GemmConfig& c);

@@ -111,8 +111,23 @@ TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
   EXPECT_NE(src.find("KernelTmaWarpSpecializedPingpong"), std::string::npos);
   EXPECT_NE(src.find("Shape<_128, _128, _32>"), std::string::npos);
   EXPECT_NE(src.find("Shape<_1, _2, _1>"), std::string::npos);
-  EXPECT_NE(src.find("using LayoutB = cutlass::layout::RowMajor"), std::string::npos);
+  // tf32 with A and B row-major: the kernel computes D^T = B^T A^T, both column-major.
+  EXPECT_TRUE(gemm_transposes_problem(f));
+  EXPECT_NE(src.find("kTransposeProblem = true"), std::string::npos);
+  EXPECT_NE(src.find("using LayoutA = cutlass::layout::ColumnMajor"), std::string::npos);
+  EXPECT_NE(src.find("using LayoutB = cutlass::layout::ColumnMajor"), std::string::npos);
   EXPECT_NE(src.find("kHasBias = false"), std::string::npos);
+}
+
+TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
+  GemmFamilyKey bf16_rr{"bf16", DType::BF16, Layout::Row, Layout::Row, true};
+  GemmFamilyKey tf32_rc{"tf32", DType::F32, Layout::Row, Layout::Col, false};
+  EXPECT_FALSE(gemm_transposes_problem(bf16_rr));
+  EXPECT_FALSE(gemm_transposes_problem(tf32_rc));
+  GemmConfig c{128, 128, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  const std::string src = render_gemm_sm90(bf16_rr, c);
+  EXPECT_NE(src.find("kTransposeProblem = false"), std::string::npos);
+  EXPECT_NE(src.find("using LayoutB = cutlass::layout::RowMajor"), std::string::npos);
 }
 
 TEST(Tolerance, ScalesWithPolicyAndK) {
