@@ -1,7 +1,7 @@
 """Benchmark the four example GEMM problems with ``fact optimize`` and merge the results.
 
 Each problem runs in its own process (``python -m fact.cli optimize ...``), so one problem's
-memory and compiled state cannot affect the next. The rows are merged into one BENCH.md file
+memory and compiled state cannot affect the next. The rows are merged into one docs/07-bench-format.md file
 (default ``bench/results/skeleton-h200.json``) with its markdown table beside it (``.md``).
 
 Usage::
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 from fact.report import bench_document, write_bench  # noqa: E402
 
 # Problem -> its policy: the fp32 models at tf32 (what torch's "high" gives them), the bf16
-# model at bf16 (it runs in its own dtype, DESIGN §4).
+# model at bf16 (it runs in its own dtype, docs/00-design.md §4).
 PROBLEMS = {"square_4096": "tf32", "batched_128x512x1024x2048": "tf32",
             "large_k_256x256x524288": "tf32", "linear_bf16_8192x4096x4096": "bf16"}
 

@@ -1,4 +1,4 @@
-"""Timing (DESIGN §6, BENCH.md) and the float64 reference.
+"""Timing (docs/00-design.md §6, docs/07-bench-format.md) and the float64 reference.
 
 On CUDA each trial is: a write of twice the L2 size (so no operand is cached), then CUDA
 events around the call. Variants of one problem alternate within each trial round, in one
@@ -40,7 +40,7 @@ class Timing:
         return cls(statistics.median(t), min(t), max(t), t)
 
     def spread(self) -> list[float]:
-        """``[min_ms, max_ms]``, as BENCH.md's ``*_spread_ms`` fields."""
+        """``[min_ms, max_ms]``, as docs/07-bench-format.md's ``*_spread_ms`` fields."""
         return [self.min_ms, self.max_ms]
 
 

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--out", default=None,
                      help="working directory (default: out/<problem name>)")
     opt.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
-    opt.add_argument("--json", default=None, help="write the BENCH.md result file here")
+    opt.add_argument("--json", default=None, help="write the docs/07-bench-format.md result file here")
     opt.add_argument("--problem-name", default=None, help="name in the result row "
                      "(default: the file's stem)")
     opt.add_argument("--inductor", action="store_true",

@@ -8,7 +8,7 @@ The order, and why:
    pipeline stops here too and says so (:class:`GpuRequired`).
 4. ``factc compose``: ``artifact/`` (needs verified winners from step 3).
 5. load the artifact as a module (Python runtime), with the model's parameters.
-6. verify the whole module against float64 *before* timing anything (BENCH.md).
+6. verify the whole module against float64 *before* timing anything (docs/07-bench-format.md).
 7. time eager fp32, eager under the policy, FACT (and torch.compile) alternating.
 """
 
@@ -94,7 +94,7 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
 
     The FACT limit is the policy's (:func:`fact.precision.tolerance`), or twice eager's own
     error under the same policy when that is larger (what the vendor library reaches on the
-    same data, DESIGN §4).
+    same data, docs/00-design.md §4).
 
     Returns:
         ``{"fact": ..., "eager": ..., "fact_vs_eager": ...}``; ``fact.ok`` is the verdict.
@@ -207,7 +207,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         **opts: fields of :class:`OptimizeOptions`.
 
     Returns:
-        A :class:`fact.runtime.FactModule` whose ``.report`` is the BENCH.md row (with
+        A :class:`fact.runtime.FactModule` whose ``.report`` is the docs/07-bench-format.md row (with
         ``verified``, timings and kernels) plus ``checks`` (the verification details).
 
     Raises:

@@ -1,4 +1,4 @@
-"""Precision policies (DESIGN §4) and the module-level accuracy check (DESIGN §5).
+"""Precision policies (docs/00-design.md §4) and the module-level accuracy check (docs/00-design.md §5).
 
 A run has one policy: ``fp32``, ``tf32`` or ``bf16``. By default it follows PyTorch's own
 switch, ``torch.get_float32_matmul_precision()``: ``highest`` -> ``fp32``; ``high`` and

@@ -1,4 +1,4 @@
-"""Benchmark result files (BENCH.md): the machine block, the JSON document, the tables."""
+"""Benchmark result files (docs/07-bench-format.md): the machine block, the JSON document, the tables."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _driver() -> str | None:
 
 
 def machine_info(realized: dict | None = None) -> dict:
-    """BENCH.md's ``machine`` block: gpu, driver, torch, cuda, cutlass, fact_commit.
+    """docs/07-bench-format.md's ``machine`` block: gpu, driver, torch, cuda, cutlass, fact_commit.
 
     ``cutlass`` comes from ``realized.json``; the driver from ``nvidia-smi`` (else from
     ``realized.json``); missing values are ``None``.
@@ -55,7 +55,7 @@ def machine_info(realized: dict | None = None) -> dict:
 
 
 def bench_document(command: str, rows: list[dict], machine: dict) -> dict:
-    """The BENCH.md JSON document (``command``, ``date`` in UTC, ``machine``, ``rows``)."""
+    """The docs/07-bench-format.md JSON document (``command``, ``date`` in UTC, ``machine``, ``rows``)."""
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"command": command, "date": date, "machine": machine, "rows": rows}
 

@@ -13,7 +13,7 @@ void add_realize_command(CLI::App& app) {
   auto out = std::make_shared<std::string>("realized.json");
   cmd->add_option("plan", *plan, "plan.json from `factc discover`")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", *out, "realized.json to write");
-  cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (DESIGN §4)")
+  cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (docs/00-design.md §4)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR or ~/.cache/fact)");
   cmd->add_option("-j,--jobs", opt->jobs, "parallel nvcc processes (default: by cores and memory)");

@@ -1,5 +1,5 @@
 // factc: the FACT engine's command line. Each stage is a subcommand that reads and writes
-// files (DESIGN §1): discover -> plan.json, realize -> realized.json, compose -> artifact/.
+// files (docs/00-design.md §1): discover -> plan.json, realize -> realized.json, compose -> artifact/.
 #include <iostream>
 
 #include "cli/commands.h"

@@ -1,4 +1,4 @@
-// The precision policy of a run (DESIGN §4): how fp32 matmul-like ops are computed.
+// The precision policy of a run (docs/00-design.md §4): how fp32 matmul-like ops are computed.
 // fp32: fp32-accurate; tf32: TF32 tensor cores with fp32 accumulation; bf16: bf16 operands
 // with fp32 accumulation (only when asked for). Shared by discovery and realization.
 #pragma once

@@ -1,5 +1,5 @@
 // The GEMM problem a plan pattern describes (docs/03-rules.md, "problem"), and the
-// precision policy it is realized under (DESIGN §4).
+// precision policy it is realized under (docs/00-design.md §4).
 #pragma once
 #include <cstdint>
 #include <string>

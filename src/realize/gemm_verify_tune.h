@@ -1,4 +1,4 @@
-// Verification (DESIGN §5) and tuning (DESIGN §6) of GEMM candidates on the GPU.
+// Verification (docs/00-design.md §5) and tuning (docs/00-design.md §6) of GEMM candidates on the GPU.
 #pragma once
 #include <memory>
 #include <string>

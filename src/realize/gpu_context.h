@@ -1,5 +1,5 @@
 // The GPU realization runs on: device facts, one stream, one cuBLAS handle and an L2
-// flush buffer (DESIGN §6: a write of more than the L2 size between timed trials).
+// flush buffer (docs/00-design.md §6: a write of more than the L2 size between timed trials).
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,4 +1,4 @@
-// Stage 2, realization (DESIGN §1, docs/04-realization.md): plan.json in, realized.json out.
+// Stage 2, realization (docs/00-design.md §1, docs/04-realization.md): plan.json in, realized.json out.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -1,5 +1,5 @@
 // The CUDA toolchain and CUTLASS headers realization builds with, and what identifies them
-// in cache keys (DESIGN §3: a key names nvcc's version, the flags and CUTLASS's version).
+// in cache keys (docs/00-design.md §3: a key names nvcc's version, the flags and CUTLASS's version).
 #pragma once
 #include <filesystem>
 #include <string>
