@@ -51,7 +51,7 @@ fs::path find_cutlass(const std::string& override_dir) {
     if (fs::exists(t / "include" / "cutlass" / "version.h")) return fs::weakly_canonical(t);
   }
   std::string msg = "CUTLASS headers not found (tried:";
-  for (const auto& t : tries) msg += " " + t.string();
+  for (const auto& t : tries) msg.append(" ").append(t.string());
   throw Error(msg + "); run scripts/setup.sh or set FACT_CUTLASS_DIR");
 }
 
