@@ -29,10 +29,33 @@ json find_candidate(const json& pattern, const std::string& kernel) {
 
 }  // namespace
 
+namespace {
+void compose(const ComposeOptions& opt);
+}  // namespace
+
 void run_compose(const ComposeOptions& opt) {
+  try {
+    compose(opt);
+  } catch (const json::exception& e) {
+    // A hand-edited or truncated file: name the files rather than abort.
+    throw Error("compose: malformed " + opt.plan.string() + " or " + opt.realized.string() + ": " + e.what());
+  }
+}
+
+namespace {
+
+void compose(const ComposeOptions& opt) {
   const json plan = json::parse(read_file(opt.plan));
   const json realized = json::parse(read_file(opt.realized));
+  if (plan.value("format", "") != "fact.plan") throw Error(opt.plan.string() + " is not a FACT plan");
   if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
+  if (realized.value("version", 0) != 1 || plan.value("version", 0) != 1) {
+    throw Error("compose reads plan and realized.json version 1");
+  }
+  if (plan.contains("precision") && plan.at("precision") != realized.at("policy")) {
+    throw Error("realized.json was made under policy " + realized.at("policy").dump() +
+                " but the plan under " + plan.at("precision").dump());
+  }
   if (realized.at("gpu").is_null()) {
     throw Error("realized.json holds no verified kernels (it was made without a GPU): run "
                 "`factc realize` on a machine with a GPU before composing");
@@ -49,6 +72,9 @@ void run_compose(const ComposeOptions& opt) {
     const std::string id = pat.at("id");
     const json r = find_by_id(realized.at("patterns"), id);
     if (r.is_null()) throw Error("realized.json has no entry for pattern " + id + ": was it made from this plan?");
+    if (r.value("problem", json()) != pat.at("problem")) {
+      throw Error("realized.json's pattern " + id + " solved another problem than the plan's: was it made from this plan?");
+    }
     json m{{"id", id}, {"rule", pat.value("rule", "")}, {"nodes", pat.at("nodes")},
            {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
            {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
@@ -58,6 +84,9 @@ void run_compose(const ComposeOptions& opt) {
     }
     if (!r.at("winner").is_null()) {
       const json w = find_candidate(r, r.at("winner"));
+      if (w.is_null() || w.value("status", "") != "ok") {
+        throw Error("realized.json's winner for pattern " + id + " is not a verified candidate");
+      }
       m["kernel"] = w.at("kernel");
       m["impl"] = w.at("impl");
       m["verified"] = true;
@@ -96,5 +125,7 @@ void run_compose(const ComposeOptions& opt) {
   std::printf("compose: %zu patterns, %zu CUTLASS kernels linked into %s\n", patterns.size(),
               objects.size(), (opt.output / "libfact_kernels.so").c_str());
 }
+
+}  // namespace
 
 }  // namespace fact::compose

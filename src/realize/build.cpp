@@ -89,6 +89,13 @@ void build_one(const BuildRequest& req, const Toolchain& tc, BuildResult& r) {
   const auto start = std::chrono::steady_clock::now();
   int rc = run_process(tc.compile_command(source, r.object), r.log);
   std::string log = read_or_empty(r.log);
+  if (rc >= 128) {
+    // Killed (e.g. out of memory): not a property of the source, so nothing is cached.
+    r.ok = false;
+    r.reason = "nvcc was killed (status " + std::to_string(rc) +
+               ", out of memory?): not cached, retried next run; try fewer --jobs";
+    return;
+  }
   if (rc != 0) {
     r.ok = false;
     r.reason = "nvcc failed (exit " + std::to_string(rc) + "), see " + r.log.string();

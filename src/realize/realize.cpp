@@ -32,6 +32,7 @@ struct PatternWork {
   std::string id;
   GemmProblem problem;
   std::string unsupported;               // non-empty: problem not realizable by CUTLASS here
+  std::string invalid;                   // non-empty: the plan's problem could not be read
   std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
   json out;                              // the pattern's realized.json entry
 };
@@ -39,15 +40,22 @@ struct PatternWork {
 void print_progress(const BuildResult& r, int done, int total) {
   std::fprintf(stderr, "[%d/%d] %s %s (%.1f s%s)%s%s\n", done, total,
                r.ok ? "built" : "QUARANTINED", r.name.c_str(), r.seconds,
-               r.cached ? ", cached" : "", r.ok ? "" : ": ", r.ok ? "" : r.reason.c_str());
+               r.cached ? ", cached" : r.rebuilt_corrupt ? ", corrupt cache entry rebuilt" : "",
+               r.ok ? "" : ": ", r.ok ? "" : r.reason.c_str());
 }
 
 }  // namespace
 
 int run_realize(const RealizeOptions& opt) {
   const json plan = json::parse(read_file(opt.plan), nullptr, false);
-  if (plan.is_discarded() || plan.value("format", "") != "fact.plan") {
+  if (plan.is_discarded() || !plan.is_object() || plan.value("format", "") != "fact.plan") {
     throw Error(opt.plan.string() + " is not a FACT plan (format \"fact.plan\")");
+  }
+  if (plan.value("version", 0) != 1) {
+    throw Error(opt.plan.string() + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1)");
+  }
+  if (!plan.contains("patterns") || !plan.at("patterns").is_array()) {
+    throw Error(opt.plan.string() + ": missing \"patterns\" list");
   }
   const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
   const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
@@ -60,9 +68,11 @@ int run_realize(const RealizeOptions& opt) {
   std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
   for (const auto& pat : plan.at("patterns")) {
     PatternWork w;
-    w.id = pat.at("id").get<std::string>();
+    w.id = pat.value("id", std::string("p") + std::to_string(work.size()));
     w.out = {{"id", w.id}, {"rule", pat.value("rule", "")}};
+    w.out["problem"] = pat.value("problem", nlohmann::json());
     try {
+      if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
       w.problem = gemm_problem_from_json(pat.at("problem"));
       std::string why;
       if (auto family = gemm_family(w.problem, opt.policy, why)) {
@@ -74,8 +84,12 @@ int run_realize(const RealizeOptions& opt) {
       } else {
         w.unsupported = why;
       }
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
+      // A problem that cannot be read is not realized at all (not even by the vendor path):
+      // the pattern stays ATen.
+      w.invalid = e.what();
       w.unsupported = e.what();
+      std::fprintf(stderr, "realize %s: skipped: %s\n", w.id.c_str(), e.what());
     }
     work.push_back(std::move(w));
   }
@@ -116,6 +130,12 @@ int run_realize(const RealizeOptions& opt) {
     w.out["compile_s"] = compile_s;
     if (!w.unsupported.empty()) w.out["cutlass_unavailable"] = w.unsupported;
 
+    if (!w.invalid.empty()) {
+      w.out["candidates"] = cands;
+      w.out["winner"] = nullptr;
+      w.out["winner_impl"] = nullptr;
+      continue;
+    }
     if (!ctx) {  // no GPU: report the builds only
       for (const auto& name : w.kernels) {
         const auto& b = built.at(name);

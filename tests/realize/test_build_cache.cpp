@@ -29,6 +29,7 @@ for a in "$@"; do
   prev="$a"
 done
 grep -q FAIL "$src" && { echo "error: FAIL"; exit 1; }
+grep -q KILL "$src" && kill -9 $$
 grep -q WARN "$src" && echo "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized"
 if [ $shared = 1 ]; then cp "$src" "$out"; else echo "object:$(cat "$src")" > "$out"; fi
 exit 0
@@ -106,6 +107,15 @@ TEST_F(CacheTest, FailingBuildIsQuarantinedWithItsReasonAndRemembered) {
   EXPECT_TRUE(again[0].cached);
   EXPECT_FALSE(again[0].ok);
   EXPECT_EQ(calls(root / "bin"), before);
+}
+
+TEST_F(CacheTest, KilledCompilerIsNotCachedAndIsRetried) {
+  auto r = build_kernels({{"oom", "KILL"}}, tc, root / "cache", 1);
+  EXPECT_FALSE(r[0].ok);
+  EXPECT_NE(r[0].reason.find("killed"), std::string::npos);
+  auto again = build_kernels({{"oom", "KILL"}}, tc, root / "cache", 1);
+  EXPECT_FALSE(again[0].cached);
+  EXPECT_EQ(calls(root / "bin"), 2);
 }
 
 TEST_F(CacheTest, C7510WarningQuarantines) {

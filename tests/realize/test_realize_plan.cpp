@@ -1,0 +1,53 @@
+// factc realize on plans it cannot fully read: errors name the file, bad patterns are skipped.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/file_io.h"
+#include "realize/realize.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+fact::realize::RealizeOptions options_for(const fs::path& dir, const json& plan) {
+  fs::create_directories(dir);
+  fact::write_file(dir / "plan.json", plan.dump());
+  fact::realize::RealizeOptions o;
+  o.plan = dir / "plan.json";
+  o.output = dir / "realized.json";
+  o.cache_dir = dir / "cache";
+  o.no_gpu = true;
+  o.jobs = 1;
+  return o;
+}
+}  // namespace
+
+TEST(RealizePlan, PatternWithoutProblemIsSkippedNotFatal) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-1";
+  fs::remove_all(dir);
+  json plan{{"format", "fact.plan"}, {"version", 1},
+            {"patterns", {{{"id", "p0"}, {"rule", "gemm"}}, {{"id", "p1"}, {"rule", "gemm"}, {"problem", {{"kind", "conv"}}}}}}};
+  EXPECT_EQ(fact::realize::run_realize(options_for(dir, plan)), 0);
+  const json r = json::parse(fact::read_file(dir / "realized.json"));
+  ASSERT_EQ(r.at("patterns").size(), 2u);
+  EXPECT_TRUE(r["patterns"][0]["winner"].is_null());
+  EXPECT_NE(r["patterns"][0]["cutlass_unavailable"].get<std::string>().find("no \"problem\""), std::string::npos);
+  EXPECT_NE(r["patterns"][1]["cutlass_unavailable"].get<std::string>().find("kind is not 'gemm'"), std::string::npos);
+  EXPECT_TRUE(r["gpu"].is_null());
+  fs::remove_all(dir);
+}
+
+TEST(RealizePlan, WrongVersionIsAnError) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-2";
+  fs::remove_all(dir);
+  json plan{{"format", "fact.plan"}, {"version", 9}, {"patterns", json::array()}};
+  try {
+    fact::realize::run_realize(options_for(dir, plan));
+    FAIL() << "expected an error";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported plan version 9"), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
