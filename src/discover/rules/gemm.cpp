@@ -10,6 +10,7 @@
 // Operands are read in place: a transposed or permuted operand (e.g. the output of
 // aten.t) is a column-major layout with its leading stride, never a copy. The strides are
 // those the graph records for the operand value itself.
+#include <limits>
 #include <array>
 #include <optional>
 
@@ -254,6 +255,14 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
     l = 1;
   }
   if (l == 1) bsa = bsb = 0;
+  // CUTLASS's and cuBLAS's problem sizes are 32-bit; 2*M*N*K*L must fit the plan's int64.
+  constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+  if (m > kMaxDim || n > kMaxDim || k > kMaxDim || l > kMaxDim)
+    throw Reject{fmt::format("M={} N={} K={} L={}: a size exceeds the 32-bit range CUTLASS and cuBLAS take", m, n, k, l)};
+  int64_t flops = 2;
+  for (int64_t f : {m, n, k, l})
+    if (__builtin_mul_overflow(flops, f, &flops))
+      throw Reject{fmt::format("M={} N={} K={} L={}: 2*M*N*K*L overflows 64 bits", m, n, k, l)};
 
   // Bias and scalars. beta = 0 drops the bias (PyTorch ignores it, NaNs included).
   if (in.beta == 0.0) in.bias.reset();
@@ -278,7 +287,7 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
 
   int64_t bytes = tensor_bytes(*in.a.type) + tensor_bytes(*in.b.type) + tensor_bytes(d);
   if (in.bias) bytes += tensor_bytes(g.type(*in.bias));
-  match.work = {2 * m * n * k * l, bytes, matmul_unit(dtype, ctx.precision)};
+  match.work = {flops, bytes, matmul_unit(dtype, ctx.precision)};
   return match;
 }
 
