@@ -37,14 +37,18 @@ class GpuRequired(RuntimeError):
 
     Attributes:
         patterns: how many patterns discovery found.
-        compiled: how many CUTLASS kernels were built (or found in the cache).
+        compiled: how many CUTLASS kernels are built (compiled now or found in the cache).
+        cached: how many of those came from the cache.
         cache: the kernel cache directory.
     """
 
-    def __init__(self, patterns: int, compiled: int, cache: str) -> None:
-        self.patterns, self.compiled, self.cache = patterns, compiled, cache
+    def __init__(self, patterns: int, compiled: int, cache: str, cached: int = 0) -> None:
+        self.patterns, self.compiled, self.cache, self.cached = patterns, compiled, cache, cached
+        fresh = f"{compiled - cached} compiled now, {cached} from the cache" if cached else \
+            f"compiled {compiled} kernel{'s' if compiled != 1 else ''}"
         super().__init__(f"verification and tuning need a GPU: discovered {patterns} "
-                         f"patterns, compiled {compiled} kernels (cache: {cache}); stopping")
+                         f"pattern{'s' if patterns != 1 else ''}, {fresh} (cache: {cache}); "
+                         f"stopping")
 
 
 @dataclasses.dataclass
@@ -83,9 +87,10 @@ def _device_type(inputs: Sequence[Any], model: torch.nn.Module) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _compiled_count(realized: dict) -> int:
+def _compiled_count(realized: dict, cached_only: bool = False) -> int:
     return sum(1 for p in realized.get("patterns", []) for c in p.get("candidates", [])
-               if c.get("impl") == "cutlass" and c.get("status") in ("built", "ok"))
+               if c.get("impl") == "cutlass" and c.get("status") in ("built", "ok")
+               and (not cached_only or c.get("cached")))
 
 
 def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
@@ -173,7 +178,8 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
         with open(paths["plan"], encoding="utf-8") as f:
             n_patterns = len(json.load(f).get("patterns", []))
         raise GpuRequired(n_patterns, _compiled_count(realized),
-                          realized.get("cache") or opts.cache or "factc default")
+                          realized.get("cache") or opts.cache or "factc default",
+                          cached=_compiled_count(realized, cached_only=True))
     run_factc(factc, ["compose", paths["plan"], paths["realized"], "--graph", paths["graph"],
                       "-o", paths["artifact"]], opts.verbose)
     if opts.save_params:
