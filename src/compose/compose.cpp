@@ -78,9 +78,12 @@ void compose(const ComposeOptions& opt) {
     json m{{"id", id}, {"rule", pat.value("rule", "")}, {"nodes", pat.at("nodes")},
            {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
            {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
-    // The vendor candidate's time is the "before" of the report.
+    // The fastest vendor candidate's time is the "before" of the report.
     for (const auto& c : r.value("candidates", json::array())) {
-      if (c.value("impl", "") == "vendor" && c.value("status", "") == "ok") m["vendor_ms"] = c.at("median_ms");
+      if (c.value("impl", "") != "vendor" || c.value("status", "") != "ok") continue;
+      if (!m.contains("vendor_ms") || c.at("median_ms").get<double>() < m["vendor_ms"].get<double>()) {
+        m["vendor_ms"] = c.at("median_ms");
+      }
     }
     if (!r.at("winner").is_null()) {
       const json w = find_candidate(r, r.at("winner"));

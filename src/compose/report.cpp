@@ -19,7 +19,7 @@ std::string problem_text(const json& p) {
 
 std::string render_report(const json& plan, const json& realized, const json& manifest) {
   std::string s = "# FACT report\n\n";
-  s += fmt::format("- GPU: {} (cc {}), CUDA driver {}, runtime {}\n", realized.value("gpu", "?"),
+  s += fmt::format("- GPU: {} (cc {}), CUDA driver API {}, runtime {}\n", realized.value("gpu", "?"),
                    realized.value("cc", "?"), realized.value("driver", "?"), realized.value("cuda_runtime", "?"));
   s += fmt::format("- Precision policy: `{}`; nvcc {}; CUTLASS {}\n\n", realized.value("policy", "?"),
                    realized.value("nvcc", "?"), realized.value("cutlass", "?"));
