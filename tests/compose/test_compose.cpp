@@ -91,3 +91,14 @@ TEST_F(ComposeTest, MalformedRealizedIsAnErrorNotAnAbort) {
   realized["patterns"][0].erase("winner");
   EXPECT_NE(error_of(options()).find("malformed"), std::string::npos);
 }
+
+TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
+  auto& cands = realized["patterns"][0]["candidates"];
+  cands.push_back({{"kernel", "cublaslt_tf32"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.008},
+                   {"max_rel_err", 1e-4}});
+  cands.push_back({{"kernel", "slow_vendor"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.5},
+                   {"max_rel_err", 1e-4}});
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  EXPECT_DOUBLE_EQ(manifest["patterns"][0]["vendor_ms"].get<double>(), 0.008);
+}
