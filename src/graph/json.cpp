@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "common/nesting.h"
 #include "common/json_format.h"
 #include "common/version.h"
 
@@ -212,6 +213,7 @@ Graph graph_from_json(const json& j) {
 }
 
 Graph graph_from_json_string(std::string_view text) {
+  check_nesting_depth(text, "graph JSON");
   json j;
   try {
     j = json::parse(text);

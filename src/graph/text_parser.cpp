@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/error.h"
+#include "common/nesting.h"
 #include "graph/text.h"
 
 namespace fact::graph {
@@ -386,6 +387,7 @@ class Parser {
 }  // namespace
 
 Graph parse_text(std::string_view text, std::string_view source) {
+  check_nesting_depth(text, source);
   return Parser(text, source).parse_graph();
 }
 
