@@ -1,5 +1,8 @@
 #include "realize/gpu_context.h"
 
+#include <chrono>
+#include <thread>
+
 #include "realize/cuda_check.h"
 
 namespace fact::realize {
@@ -45,8 +48,19 @@ void GpuContext::flush_l2(int trial) {
   FACT_CUDA(cudaMemsetAsync(flush_.get(), trial & 0xff, flush_.bytes(), stream_));
 }
 
-void GpuContext::sync() {
-  FACT_CUDA(cudaStreamSynchronize(stream_));
+void GpuContext::sync(double timeout_s) {
+  // Poll rather than block, so a kernel that never finishes (a deadlocked candidate) turns
+  // into an error naming the wait instead of a hung process.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  cudaError_t e;
+  while ((e = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw Error("the GPU stream did not finish within " + std::to_string(int(timeout_s)) +
+                  " s: a candidate kernel is hung; the CUDA context is unusable, stopping");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  FACT_CUDA(e);
   FACT_CUDA(cudaGetLastError());
 }
 

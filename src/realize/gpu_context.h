@@ -39,8 +39,9 @@ class GpuContext {
   cublasHandle_t cublas() const { return cublas_; }
   /// Overwrites the flush buffer (more than the L2 size) on the stream.
   void flush_l2(int trial);
-  /// cudaStreamSynchronize + a check of the stream's error state.
-  void sync();
+  /// Waits for the stream and checks its error state. Throws fact::Error when the work
+  /// has not finished within `timeout_s` seconds (a hung kernel).
+  void sync(double timeout_s = 120.0);
 
  private:
   GpuInfo info_;
