@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   fact::cli::add_discover_command(app);
   fact::cli::add_realize_command(app);
   fact::cli::add_compose_command(app);
+  fact::cli::add_registry_command(app);
   fact::cli::add_rules_command(app);
   fact::cli::add_print_command(app);
   try {
