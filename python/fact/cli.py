@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--cache", default=None, help="kernel cache directory for factc realize")
     opt.add_argument("--tune-budget", type=int, default=0,
                      help="CUTLASS candidates built per pattern, best-ranked first (0: all)")
+    opt.add_argument("--no-registry", action="store_true",
+                     help="tune afresh: neither replay nor record factc's tuning registry")
     opt.add_argument("--factc", default=None, help="factc executable (default: $FACT_FACTC, "
                      "build/factc, PATH)")
     opt.add_argument("-v", "--verbose", action="store_true", help="echo the engine's progress")
@@ -66,7 +68,7 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
         module = optimize(problem.model, problem.inputs, precision=policy,
                           out_dir=args.out or os.path.join("out", problem.name),
                           jobs=args.jobs, factc=args.factc, cache=args.cache,
-                          tune_budget=args.tune_budget,
+                          tune_budget=args.tune_budget, registry=not args.no_registry,
                           inductor=args.inductor, problem_name=problem.name,
                           trials=args.trials, verbose=args.verbose)
     except GpuRequired as exc:

@@ -61,6 +61,7 @@ class OptimizeOptions:
         factc: the engine executable (``None``: :func:`fact.factc.find_factc`).
         cache: kernel cache directory passed to realize (``None``: factc's default).
         tune_budget: CUTLASS candidates built per pattern, best-ranked first (0: all).
+        registry: replay earlier tunings from factc's registry and record new ones.
         inductor: also time ``torch.compile`` (default mode) under the policy.
         problem_name: the name in the report row (default: the model's class name).
         trials: timed trials per variant (at least 20).
@@ -73,6 +74,7 @@ class OptimizeOptions:
     factc: str | None = None
     cache: str | None = None
     tune_budget: int = 0
+    registry: bool = True
     inductor: bool = False
     problem_name: str | None = None
     trials: int = 20
@@ -171,6 +173,8 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
         realize += ["--cache", opts.cache]
     if opts.tune_budget:
         realize += ["--tune-budget", str(opts.tune_budget)]
+    if not opts.registry:
+        realize.append("--no-registry")
     run_factc(factc, realize, opts.verbose)
     with open(paths["realized"], encoding="utf-8") as f:
         realized = json.load(f)

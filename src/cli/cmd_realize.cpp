@@ -22,12 +22,15 @@ void add_realize_command(CLI::App& app) {
   cmd->add_option("--cutlass", opt->cutlass_dir, "CUTLASS directory (with include/ and tools/util/include/)");
   cmd->add_option("--trials", opt->trials, "timed trials per candidate (>= 20)")->check(CLI::Range(20, 100000));
   cmd->add_flag("--no-gpu", opt->no_gpu, "build only, even when a GPU is present");
+  auto no_registry = std::make_shared<bool>(false);
+  cmd->add_flag("--no-registry", *no_registry, "tune afresh and record nothing");
   cmd->add_flag("-v,--verbose", opt->verbose, "print every verification result");
   cmd->callback([=] {
     opt->plan = *plan;
     opt->output = *out;
     opt->policy = precision_from_name(*policy);
     opt->cache_dir = *cache;
+    opt->use_registry = !*no_registry;
     if (int rc = realize::run_realize(*opt); rc != 0) throw CLI::RuntimeError(rc);
   });
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "realize/gemm_space.h"
 #include "realize/gemm_verify_tune.h"
 #include "realize/gpu_context.h"
+#include "realize/tuning_records.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -117,6 +119,16 @@ int run_realize(const RealizeOptions& opt) {
   }
   std::unique_ptr<GpuContext> ctx;
   if (gpu) ctx = std::make_unique<GpuContext>(*gpu);
+  // The registry only saves time: if it cannot be opened, realization tunes as usual.
+  std::unique_ptr<registry::Registry> reg;
+  if (gpu && opt.use_registry) {
+    try {
+      reg = std::make_unique<registry::Registry>(registry::default_registry_path(cache));
+      if (reg->rebuilt()) std::fprintf(stderr, "realize: the registry was damaged; rebuilt it empty\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "realize: registry unavailable (%s): tuning without it\n", e.what());
+    }
+  }
 
   int compiled = 0, cached = 0, quarantined = 0;
   for (auto& w : work) {
@@ -148,6 +160,21 @@ int run_realize(const RealizeOptions& opt) {
       w.out["candidates"] = cands;
       w.out["winner"] = nullptr;
       continue;
+    }
+
+    // A pattern tuned before on this GPU, driver and toolchain under this policy is replayed.
+    std::optional<registry::RecordKey> key;
+    if (reg) {
+      try {
+        key = tuning_key(w.out.at("problem"), *gpu, tc, opt.policy);
+        if (auto hit = reg->get(*key); hit && replay_record(*hit, built, w.out)) {
+          std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(),
+                       hit->winner.c_str(), hit->created.c_str());
+          continue;
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "realize %s: registry lookup failed (%s): tuning\n", w.id.c_str(), e.what());
+      }
     }
 
     // 3-4. Verify and tune on the GPU: the vendor paths (cuBLAS, cuBLASLt) first, then every
@@ -195,6 +222,13 @@ int run_realize(const RealizeOptions& opt) {
     w.out["winner_impl"] = best ? json(best->impl) : json(nullptr);
     if (best) {
       std::fprintf(stderr, "realize %s: winner %s %.4f ms\n", w.id.c_str(), best->kernel.c_str(), best->median_ms);
+      if (reg && key) {
+        try {
+          reg->put(make_record(*key, w.out));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "realize %s: not recorded in the registry: %s\n", w.id.c_str(), e.what());
+        }
+      }
     }
   }
   json pats = json::array();

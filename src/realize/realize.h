@@ -16,6 +16,7 @@ struct RealizeOptions {
   int tune_budget = 0;                 // CUTLASS candidates built per pattern; 0: all
   std::string nvcc, cutlass_dir;       // overrides for find_toolchain
   bool no_gpu = false;                 // build only, even if a GPU is present
+  bool use_registry = true;            // replay and record tunings (src/registry)
   int trials = 30, warmup = 5;
   bool verbose = false;
 };

@@ -1,0 +1,61 @@
+#include "realize/tuning_records.h"
+
+#include <string_view>
+
+#include "realize/gemm_space.h"
+
+using nlohmann::json;
+
+namespace fact::realize {
+
+registry::RecordKey tuning_key(const json& problem, const GpuInfo& gpu, const Toolchain& tc,
+                               Precision policy) {
+  std::string flags;
+  for (const auto& f : tc.compile_flags) flags += f + " ";
+  // nlohmann::json keeps object keys sorted: dump() is canonical.
+  return {json(problem).dump(), gpu.name, std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor),
+          gpu.driver, gpu.runtime, tc.nvcc_version_text, tc.cutlass_version, flags,
+          std::string(precision_name(policy))};
+}
+
+bool replay_record(const registry::TuningRecord& record,
+                   const std::map<std::string, BuildResult>& built, json& out) {
+  if (record.winner_impl == "cutlass") {
+    auto it = built.find(record.winner);
+    if (it == built.end() || !it->second.ok) return false;
+  }
+  json cands = record.candidates.is_array() ? record.candidates : json::array();
+  for (auto& c : cands) {
+    if (c.value("impl", "") != "cutlass") continue;
+    auto it = built.find(c.value("kernel", ""));
+    if (it == built.end()) {
+      c.erase("object");
+      c.erase("library");
+      continue;
+    }
+    c["object"] = it->second.object.string();
+    c["library"] = it->second.library.string();
+    c["symbol"] = kernel_symbol(it->first);
+    c["key"] = it->second.key;
+  }
+  out["candidates"] = cands;
+  out["winner"] = record.winner;
+  out["winner_impl"] = record.winner_impl;
+  out["tune_s"] = 0.0;
+  out["registry"] = "hit (tuned " + record.created + ")";
+  return true;
+}
+
+registry::TuningRecord make_record(const registry::RecordKey& key, const json& out) {
+  registry::TuningRecord r;
+  r.key = key;
+  r.winner = out.at("winner").get<std::string>();
+  r.winner_impl = out.at("winner_impl").get<std::string>();
+  r.candidates = out.at("candidates");
+  for (const auto& c : r.candidates) {
+    if (c.value("kernel", "") == r.winner) r.median_ms = c.value("median_ms", 0.0);
+  }
+  return r;
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,33 @@
+// Realization's use of the tuning registry (src/registry): the key of a pattern's tuning
+// on this GPU and toolchain, replaying a stored result, and recording a new one.
+#pragma once
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/precision.h"
+#include "realize/build.h"
+#include "realize/gpu_context.h"
+#include "registry/registry.h"
+
+namespace fact::realize {
+
+/// The registry key of tuning `problem` (the plan's problem object) on `gpu` with `tc`
+/// under `policy`: every field that can change the answer (docs/00-design.md §3).
+registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu,
+                               const Toolchain& tc, Precision policy);
+
+/// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
+/// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
+/// come from this run's builds (`built`, by kernel name), not from the record. Returns
+/// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now
+/// (another tuning budget): the caller then tunes afresh.
+bool replay_record(const registry::TuningRecord& record,
+                   const std::map<std::string, BuildResult>& built, nlohmann::json& out);
+
+/// The record of a finished tuning: `out` is the pattern's realized.json entry with a
+/// winner. Paths are left in, but replay_record never trusts them.
+registry::TuningRecord make_record(const registry::RecordKey& key, const nlohmann::json& out);
+
+}  // namespace fact::realize

@@ -1,0 +1,86 @@
+// Replaying a stored tuning: paths come from this run's builds, a winner that was not built
+// now is a miss, and the key separates policies and GPUs.
+#include <gtest/gtest.h>
+
+#include "realize/gemm_space.h"
+#include "realize/tuning_records.h"
+
+using namespace fact::realize;
+namespace registry = fact::registry;
+using nlohmann::json;
+
+namespace {
+
+const std::string kWinner = "cutlass3x_sm90a_tf32_rrr_128x256x32_1x1x1_coop_persistent_lincomb";
+
+registry::TuningRecord stored() {
+  registry::TuningRecord r;
+  r.winner = kWinner;
+  r.winner_impl = "cutlass";
+  r.median_ms = 0.8169;
+  r.created = "2026-11-29T18:51:39Z";
+  r.candidates = json::array({
+      {{"kernel", "cublas_tf32"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.8383}},
+      {{"kernel", kWinner}, {"impl", "cutlass"}, {"status", "ok"}, {"median_ms", 0.8169},
+       {"object", "/elsewhere/kernel.o"}, {"library", "/elsewhere/kernel.so"}}});
+  return r;
+}
+
+BuildResult built_here() {
+  BuildResult b;
+  b.name = kWinner;
+  b.ok = true;
+  b.key = "abc";
+  b.object = "/here/kernel.o";
+  b.library = "/here/kernel.so";
+  return b;
+}
+
+}  // namespace
+
+TEST(TuningRecords, ReplayTakesPathsFromThisRunsBuilds) {
+  json out{{"id", "p0"}};
+  ASSERT_TRUE(replay_record(stored(), {{kWinner, built_here()}}, out));
+  EXPECT_EQ(out["winner"], kWinner);
+  EXPECT_EQ(out["winner_impl"], "cutlass");
+  EXPECT_EQ(out["tune_s"], 0.0);
+  EXPECT_EQ(out["candidates"][1]["object"], "/here/kernel.o");
+  EXPECT_EQ(out["candidates"][1]["symbol"], kernel_symbol(kWinner));
+  EXPECT_NE(out["registry"].get<std::string>().find("2026-11-29T18:51:39Z"), std::string::npos);
+}
+
+TEST(TuningRecords, WinnerNotBuiltNowIsAMiss) {
+  json out{{"id", "p0"}};
+  EXPECT_FALSE(replay_record(stored(), {}, out));
+  EXPECT_FALSE(out.contains("winner"));
+  BuildResult failed = built_here();
+  failed.ok = false;
+  EXPECT_FALSE(replay_record(stored(), {{kWinner, failed}}, out));
+}
+
+TEST(TuningRecords, VendorWinnerNeedsNoBuild) {
+  auto r = stored();
+  r.winner = "cublas_tf32";
+  r.winner_impl = "vendor";
+  json out;
+  EXPECT_TRUE(replay_record(r, {}, out));
+  EXPECT_FALSE(out["candidates"][1].contains("object"));
+}
+
+TEST(TuningRecords, KeySeparatesPolicyAndGpuAndRecordRoundTrips) {
+  GpuInfo h200{"NVIDIA H200", 9, 0, 132, 60u << 20, "13.0", "13.0"};
+  GpuInfo a100{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 40u << 20, "13.0", "13.0"};
+  Toolchain tc;
+  tc.nvcc_version_text = "nvcc 13.0.88";
+  tc.cutlass_version = "4.2.0";
+  tc.compile_flags = {"-O3", "-DNDEBUG"};
+  const json problem{{"kind", "gemm"}, {"m", 512}, {"n", 2048}, {"k", 1024}};
+  const auto k = tuning_key(problem, h200, tc, fact::Precision::tf32);
+  EXPECT_EQ(k.cc, "9.0");
+  EXPECT_NE(k.digest(), tuning_key(problem, h200, tc, fact::Precision::bf16).digest());
+  EXPECT_NE(k.digest(), tuning_key(problem, a100, tc, fact::Precision::tf32).digest());
+  json out{{"winner", kWinner}, {"winner_impl", "cutlass"}, {"candidates", stored().candidates}};
+  const auto rec = make_record(k, out);
+  EXPECT_DOUBLE_EQ(rec.median_ms, 0.8169);
+  EXPECT_EQ(rec.key.digest(), k.digest());
+}
