@@ -17,6 +17,7 @@
 #include "realize/gemm_verify_tune.h"
 #include "realize/gpu_context.h"
 #include "realize/tuning_records.h"
+#include "realize/vetted.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -78,7 +79,14 @@ int run_realize(const RealizeOptions& opt) {
       w.problem = gemm_problem_from_json(pat.at("problem"));
       std::string why;
       if (auto family = gemm_family(w.problem, opt.policy, why)) {
-        for (const auto& cfg : gemm_tuning_space(*family, w.problem, sm_count, opt.tune_budget)) {
+        // The cost model's ranking, seeded by the nearest vetted example, then the budget.
+        auto space = gemm_tuning_space(*family, w.problem, sm_count, 0);
+        if (auto vetted = nearest_vetted(shipped_vetted(), *family, w.problem)) {
+          seed_space(space, vetted->config);
+          w.out["vetted_example"] = vetted->name;
+        }
+        if (opt.tune_budget > 0 && int(space.size()) > opt.tune_budget) space.resize(opt.tune_budget);
+        for (const auto& cfg : space) {
           const std::string name = gemm_kernel_name(*family, cfg);
           if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(*family, cfg)};
           w.kernels.push_back(name);

@@ -1,0 +1,104 @@
+#include "realize/vetted.h"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "realize/embedded_templates.h"
+
+using nlohmann::json;
+
+namespace fact::realize {
+
+namespace {
+
+DType element_of(const std::string& mma) {
+  if (mma == "tf32") return DType::F32;
+  if (mma == "bf16") return DType::BF16;
+  if (mma == "f16") return DType::F16;
+  throw Error("vetted example: unknown mma '" + mma + "'");
+}
+
+Layout layout_of(const std::string& s) {
+  if (s == "row") return Layout::Row;
+  if (s == "col") return Layout::Col;
+  throw Error("vetted example: unknown layout '" + s + "'");
+}
+
+bool same_config(const GemmConfig& a, const GemmConfig& b) {
+  return a.tile_m == b.tile_m && a.tile_n == b.tile_n && a.tile_k == b.tile_k &&
+         a.cluster_m == b.cluster_m && a.cluster_n == b.cluster_n && a.schedule == b.schedule &&
+         a.scheduler == b.scheduler;
+}
+
+}  // namespace
+
+std::vector<VettedExample> parse_vetted(const std::string& text) {
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || doc.value("format", "") != "fact.vetted" || doc.value("version", 0) != 1) {
+    throw Error("vetted examples: not a fact.vetted version 1 document");
+  }
+  std::vector<VettedExample> out;
+  for (const auto& e : doc.value("examples", json::array())) {
+    try {
+      VettedExample v;
+      v.name = e.at("name");
+      const std::string mma = e.at("mma");
+      v.family = {mma, element_of(mma), layout_of(e.at("layout_a")), layout_of(e.at("layout_b")), e.at("bias")};
+      v.m = e.at("m");
+      v.n = e.at("n");
+      v.k = e.at("k");
+      v.l = e.value("l", int64_t{1});
+      const json& c = e.at("config");
+      const std::string schedule = c.at("schedule"), scheduler = c.at("scheduler");
+      if (schedule != "coop" && schedule != "pingpong") throw Error("schedule '" + schedule + "'");
+      if (scheduler != "persistent" && scheduler != "streamk") throw Error("scheduler '" + scheduler + "'");
+      v.config = {c.at("tile")[0], c.at("tile")[1], c.at("tile")[2], c.at("cluster")[0], c.at("cluster")[1],
+                  schedule == "coop" ? Schedule::Cooperative : Schedule::Pingpong,
+                  scheduler == "persistent" ? TileScheduler::Persistent : TileScheduler::StreamK};
+      v.median_ms = e.value("median_ms", 0.0);
+      out.push_back(v);
+    } catch (const std::exception& ex) {
+      throw Error("vetted example " + e.value("name", std::string("?")) + ": " + ex.what());
+    }
+  }
+  return out;
+}
+
+const std::vector<VettedExample>& shipped_vetted() {
+  static const std::vector<VettedExample> examples = parse_vetted(embedded::kVettedGemmSm90a);
+  return examples;
+}
+
+std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& examples,
+                                            const GemmFamilyKey& f, const GemmProblem& p) {
+  auto dist = [](int64_t a, int64_t b) { return std::abs(std::log2(double(a) / double(b))); };
+  std::optional<VettedExample> best;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (const auto& v : examples) {
+    if (v.family.mma != f.mma || v.family.layout_a != f.layout_a || v.family.layout_b != f.layout_b ||
+        v.family.bias_n != f.bias_n) {
+      continue;
+    }
+    const double d = dist(v.m, p.m) + dist(v.n, p.n) + dist(v.k, p.k) + dist(v.l, p.l);
+    if (d < best_d) {
+      best_d = d;
+      best = v;
+    }
+  }
+  return best;
+}
+
+void seed_space(std::vector<GemmConfig>& space, const GemmConfig& config) {
+  for (auto it = space.begin(); it != space.end(); ++it) {
+    if (same_config(*it, config)) {
+      space.erase(it);
+      break;
+    }
+  }
+  space.insert(space.begin(), config);
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,63 @@
+// Vetted examples: the shipped data parses, retrieval picks the nearest example of the same
+// family, and the seed leads the search so a budget of 1 builds it.
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "realize/vetted.h"
+
+using namespace fact::realize;
+
+namespace {
+GemmProblem problem(int64_t m, int64_t n, int64_t k, int64_t l = 1) {
+  GemmProblem p;
+  p.m = m; p.n = n; p.k = k; p.l = l;
+  p.lda = k; p.ldb = n; p.ldd = n;
+  return p;
+}
+const GemmFamilyKey kTf32RowRow{"tf32", DType::F32, Layout::Row, Layout::Row, false};
+}  // namespace
+
+TEST(Vetted, ShippedExamplesParseAndAreInTheSpace) {
+  const auto& ex = shipped_vetted();
+  ASSERT_GE(ex.size(), 4u);
+  for (const auto& v : ex) {
+    auto space = gemm_tuning_space(v.family, problem(v.m, v.n, v.k, v.l), 132, 0);
+    bool found = false;
+    for (const auto& c : space) found |= gemm_kernel_name(v.family, c) == gemm_kernel_name(v.family, v.config);
+    EXPECT_TRUE(found) << v.name << " is not a configuration of the tuning space";
+    EXPECT_GT(v.median_ms, 0.0) << v.name;
+  }
+}
+
+TEST(Vetted, NearestShapeOfTheSameFamilyWins) {
+  const auto& ex = shipped_vetted();
+  auto near_square = nearest_vetted(ex, kTf32RowRow, problem(3072, 3072, 4096));
+  ASSERT_TRUE(near_square.has_value());
+  EXPECT_EQ(near_square->name, "square_4096_tf32");
+  auto near_large_k = nearest_vetted(ex, kTf32RowRow, problem(128, 384, 1 << 20));
+  ASSERT_TRUE(near_large_k.has_value());
+  EXPECT_EQ(near_large_k->name, "large_k_256x256x524288_tf32");
+  EXPECT_EQ(near_large_k->config.scheduler, TileScheduler::StreamK);
+  const GemmFamilyKey f16_col_col{"f16", DType::F16, Layout::Col, Layout::Col, false};
+  EXPECT_FALSE(nearest_vetted(ex, f16_col_col, problem(4096, 4096, 4096)).has_value());
+}
+
+TEST(Vetted, SeedLeadsTheSpaceWithoutDuplicates) {
+  auto p = problem(4096, 4096, 4096);
+  auto space = gemm_tuning_space(kTf32RowRow, p, 132, 0);
+  const size_t before = space.size();
+  const GemmConfig seed = space.back();
+  seed_space(space, seed);
+  EXPECT_EQ(space.size(), before);
+  EXPECT_EQ(gemm_kernel_name(kTf32RowRow, space.front()), gemm_kernel_name(kTf32RowRow, seed));
+}
+
+TEST(Vetted, MalformedDocumentNamesTheEntry) {
+  EXPECT_THROW(parse_vetted("{}"), fact::Error);
+  try {
+    parse_vetted(R"({"format": "fact.vetted", "version": 1, "examples": [{"name": "bad", "mma": "int8"}]})");
+    FAIL();
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vetted example bad"), std::string::npos);
+  }
+}
