@@ -16,7 +16,7 @@ constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 class CublasLtCandidate final : public GemmCandidate {
  public:
   CublasLtCandidate(const GemmProblem& p, Precision policy)
-      : p_(p), policy_(policy), name_("cublaslt_" + cublas_candidate_name(p, policy).substr(7)) {}
+      : p_(p), policy_(policy), name_(vendor_candidate_name("cublaslt", p, policy)) {}
   ~CublasLtCandidate() override {
     if (layout_d_) cublasLtMatrixLayoutDestroy(layout_d_);
     if (layout_a_) cublasLtMatrixLayoutDestroy(layout_a_);

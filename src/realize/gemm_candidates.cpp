@@ -74,7 +74,7 @@ class CutlassCandidate final : public GemmCandidate {
 class CublasCandidate final : public GemmCandidate {
  public:
   CublasCandidate(const GemmProblem& p, Precision policy)
-      : p_(p), name_(cublas_candidate_name(p, policy)), compute_(vendor_compute_type(p, policy)) {}
+      : p_(p), name_(vendor_candidate_name("cublas", p, policy)), compute_(vendor_compute_type(p, policy)) {}
   const std::string& name() const override { return name_; }
   const char* impl() const override { return "vendor"; }
   std::string prepare(const FactGemmArgs&, GpuContext&) override { return ""; }
@@ -130,9 +130,8 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
   }
 }
 
-std::string cublas_candidate_name(const GemmProblem& p, Precision policy) {
-  if (p.dtype_a != DType::F32) return "cublas_" + to_string(p.dtype_a);
-  return "cublas_" + std::string(precision_name(policy));
+std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy) {
+  return library + "_" + (p.dtype_a != DType::F32 ? to_string(p.dtype_a) : std::string(precision_name(policy)));
 }
 
 std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Precision policy) {

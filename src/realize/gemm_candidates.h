@@ -43,8 +43,9 @@ std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Preci
 /// which is how PyTorch runs `linear`/`addmm` with a bias.
 std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Precision policy);
 
-/// The vendor candidates' names under a policy, e.g. "cublas_tf32", "cublaslt_tf32".
-std::string cublas_candidate_name(const GemmProblem& p, Precision policy);
+/// The vendor candidates' names under a policy: `library` + "_" + the policy for fp32
+/// inputs, else the input dtype, e.g. "cublas_tf32", "cublaslt_bfloat16".
+std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy);
 
 /// The CUDA data type of a FACT dtype, and the cuBLAS compute type a policy asks for: fp32
 /// inputs use CUBLAS_COMPUTE_32F (fp32), _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16 and

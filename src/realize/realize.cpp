@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -138,14 +137,15 @@ int run_realize(const RealizeOptions& opt) {
     }
   }
 
+  // Each kernel once, however many patterns share it.
   int compiled = 0, cached = 0, quarantined = 0;
+  for (const auto& [name, b] : built) b.ok ? (b.cached ? ++cached : ++compiled) : ++quarantined;
   for (auto& w : work) {
     json cands = json::array();
     double compile_s = 0;
     for (const auto& name : w.kernels) {
       const auto& b = built.at(name);
       if (!b.cached) compile_s += b.seconds;
-      b.ok ? (b.cached ? ++cached : ++compiled) : ++quarantined;
     }
     w.out["compile_s"] = compile_s;
     if (!w.unsupported.empty()) w.out["cutlass_unavailable"] = w.unsupported;
@@ -160,9 +160,9 @@ int run_realize(const RealizeOptions& opt) {
       for (const auto& name : w.kernels) {
         const auto& b = built.at(name);
         json c{{"kernel", name}, {"impl", "cutlass"}, {"status", b.ok ? "built" : "quarantined"},
-               {"cached", b.cached}, {"key", b.key}};
-        if (b.ok) c["object"] = b.object.string(), c["library"] = b.library.string(), c["symbol"] = kernel_symbol(name);
-        else c["reason"] = b.reason;
+               {"cached", b.cached}};
+        set_build_fields(c, b);
+        if (!b.ok) c["reason"] = b.reason;
         cands.push_back(c);
       }
       w.out["candidates"] = cands;
@@ -216,11 +216,7 @@ int run_realize(const RealizeOptions& opt) {
         c["reason"] = o.reason;
         std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
       }
-      if (o.impl == std::string("cutlass")) {
-        const auto& b = built.at(o.kernel);
-        c["object"] = b.object.string(); c["library"] = b.library.string();
-        c["symbol"] = kernel_symbol(o.kernel); c["key"] = b.key;
-      }
+      if (o.impl == std::string("cutlass")) set_build_fields(c, built.at(o.kernel));
       cands.push_back(c);
     }
     for (auto& f : build_failures) cands.push_back(f);

@@ -100,10 +100,14 @@ std::vector<std::string> Toolchain::link_command(const std::vector<fs::path>& ob
   return cmd;
 }
 
-std::string Toolchain::key_text() const {
-  std::string s = "nvcc:" + nvcc_version_text + "\ncutlass:" + cutlass_version + "\nflags:";
+std::string Toolchain::flags_text() const {
+  std::string s;
   for (const auto& f : compile_flags) s += f + " ";
   return s;
+}
+
+std::string Toolchain::key_text() const {
+  return "nvcc:" + nvcc_version_text + "\ncutlass:" + cutlass_version + "\nflags:" + flags_text();
 }
 
 }  // namespace fact::realize

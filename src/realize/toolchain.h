@@ -22,6 +22,8 @@ struct Toolchain {
   /// uses the CUDA runtime already loaded in the process, e.g. PyTorch's).
   std::vector<std::string> link_command(const std::vector<std::filesystem::path>& objects,
                                         const std::filesystem::path& library) const;
+  /// The compile flags as one string, as cache and registry keys hash them.
+  std::string flags_text() const;
   /// The part of every cache key that comes from the toolchain.
   std::string key_text() const;
 };

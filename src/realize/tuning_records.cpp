@@ -10,12 +10,23 @@ namespace fact::realize {
 
 registry::RecordKey tuning_key(const json& problem, const GpuInfo& gpu, const Toolchain& tc,
                                Precision policy) {
-  std::string flags;
-  for (const auto& f : tc.compile_flags) flags += f + " ";
   // nlohmann::json keeps object keys sorted: dump() is canonical.
   return {json(problem).dump(), gpu.name, std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor),
-          gpu.driver, gpu.runtime, tc.nvcc_version_text, tc.cutlass_version, flags,
+          gpu.driver, gpu.runtime, tc.nvcc_version_text, tc.cutlass_version, tc.flags_text(),
           std::string(precision_name(policy))};
+}
+
+void set_build_fields(json& c, const BuildResult& b) {
+  c["key"] = b.key;
+  if (b.ok) {
+    c["object"] = b.object.string();
+    c["library"] = b.library.string();
+    c["symbol"] = kernel_symbol(b.name);
+  } else {
+    c.erase("object");
+    c.erase("library");
+    c.erase("symbol");
+  }
 }
 
 bool replay_record(const registry::TuningRecord& record,
@@ -33,10 +44,7 @@ bool replay_record(const registry::TuningRecord& record,
       c.erase("library");
       continue;
     }
-    c["object"] = it->second.object.string();
-    c["library"] = it->second.library.string();
-    c["symbol"] = kernel_symbol(it->first);
-    c["key"] = it->second.key;
+    set_build_fields(c, it->second);
   }
   out["candidates"] = cands;
   out["winner"] = record.winner;

@@ -18,6 +18,10 @@ namespace fact::realize {
 registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu,
                                const Toolchain& tc, Precision policy);
 
+/// Sets a realized.json CUTLASS candidate's build fields from `b`: "key", and for a
+/// successful build "object", "library" and "symbol" (removed when the build failed).
+void set_build_fields(nlohmann::json& candidate, const BuildResult& b);
+
 /// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
 /// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
 /// come from this run's builds (`built`, by kernel name), not from the record. Returns
