@@ -3,6 +3,7 @@ against a host-memory stand-in library built from src/realize/kernel_abi.h."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -96,7 +97,8 @@ def test_missing_manifest_is_named(tmp_path) -> None:
 # column-major B (B = W^T of a linear), bias along N. Returns 7 when beta != 1 with a bias.
 _FAKE_KERNEL = r"""
 #include "kernel_abi.h"
-int fk_can_implement(const FactGemmArgs* a) { return a->k > 0 ? 0 : 1; }
+int fk_can_implement_calls = 0;
+int fk_can_implement(const FactGemmArgs* a) { ++fk_can_implement_calls; return a->k > 0 ? 0 : 1; }
 size_t fk_workspace_bytes(const FactGemmArgs* a) { return 64; }
 int fk_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, void* stream) {
   if (ws == 0 || ws_bytes < 64) return FACT_ERR_WORKSPACE;
@@ -190,3 +192,23 @@ def test_kernel_error_code_is_raised_with_kernel_name(tmp_path, fake_library: st
     fm.bindings["p0"].device_type = "cpu"
     with pytest.raises(RuntimeError, match="fake_host_gemm_f32_tn.*code 7"):
         fm(torch.randn(4, 16))
+
+
+def test_repeated_arguments_skip_can_implement(tmp_path, fake_library: str) -> None:
+    art, model = _cutlass_artifact(tmp_path, fake_library)
+    fm = load(art, model)
+    binding = fm.bindings["p0"]
+    binding.device_type = "cpu"
+    calls = ctypes.c_int.in_dll(ctypes.CDLL(os.path.join(art, "libfact_kernels.so")),
+                                "fk_can_implement_calls")
+    x = torch.randn(4, 16)
+    first = fm(x)
+    first_ptr = first.data_ptr()
+    torch.testing.assert_close(first, model(x), rtol=1e-5, atol=1e-5)
+    assert calls.value == 1
+    del first
+    second = fm(x)
+    torch.testing.assert_close(second, model(x), rtol=1e-5, atol=1e-5)
+    # The arguments hold D's pointer: only an identical call (same D) skips the check.
+    assert calls.value == (1 if second.data_ptr() == first_ptr else 2)
+    assert fm.fallback_counts() == {"p0": 0}
