@@ -39,6 +39,8 @@ class FactGemmArgs(ctypes.Structure):
         ("bias", ctypes.c_void_p),
         ("d", ctypes.c_void_p), ("ldd", ctypes.c_int64), ("batch_stride_d", ctypes.c_int64),
         ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
+        ("splits", ctypes.c_int32), ("raster", ctypes.c_int32), ("swizzle", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
     ]
 
 
@@ -153,13 +155,16 @@ class KernelBinding:
         a, b, bias = (self._operand(inputs, r) for r in ("a", "b", "bias"))
         assert a is not None and b is not None
         beta_default = 1.0 if bias is not None else 0.0
+        rt = self.pattern.get("runtime") or {}
         return FactGemmArgs(
             m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), l=int(p.get("l", 1)),
             a=a.data_ptr(), lda=int(p["lda"]), batch_stride_a=int(p.get("batch_stride_a", 0)),
             b=b.data_ptr(), ldb=int(p["ldb"]), batch_stride_b=int(p.get("batch_stride_b", 0)),
             bias=bias.data_ptr() if bias is not None else None,
             d=d.data_ptr(), ldd=int(p["ldd"]), batch_stride_d=int(p.get("batch_stride_d", 0)),
-            alpha=float(p.get("alpha", 1.0)), beta=float(p.get("beta", beta_default)))
+            alpha=float(p.get("alpha", 1.0)), beta=float(p.get("beta", beta_default)),
+            splits=int(rt.get("splits", 0)), raster=int(rt.get("raster", 0)),
+            swizzle=int(rt.get("swizzle", 0)))
 
     # ------------------------------------------------------------------- call
     def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:

@@ -98,6 +98,7 @@ void compose(const ComposeOptions& opt) {
       if (w.at("impl") == "cutlass") {
         m["symbol"] = w.at("symbol");
         m["workspace_bytes"] = w.value("workspace_bytes", 0);
+        if (w.contains("runtime")) m["runtime"] = w.at("runtime");
         if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
       }
     } else {

@@ -44,6 +44,10 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const bool coop = c.schedule == Schedule::Cooperative;
   const bool transpose = gemm_transposes_problem(f);
   const std::string name = gemm_kernel_name(f, c);
+  // As the GEMM reads them: a staged A is row-major, a staged B column-major (K-major).
+  const Layout a = f.stage_a ? Layout::Row : f.layout_a;
+  const Layout b = f.stage_b ? Layout::Col : f.layout_b;
+  const std::string staging = f.stage_a && f.stage_b ? "A and B" : f.stage_a ? "A" : f.stage_b ? "B" : "none";
   return substitute(embedded::kGemmSm90Template, {
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
@@ -52,8 +56,16 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"ELEMENT_B", cutlass_element(f.element)},
       {"ELEMENT_D", cutlass_element(f.element)},
       // For D^T = B^T A^T: B^T is column-major N x K, A^T is K-major (column-major K x M).
-      {"LAYOUT_A", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(f.layout_a)},
-      {"LAYOUT_B", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(f.layout_b)},
+      {"LAYOUT_A", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(a)},
+      {"LAYOUT_B", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(b)},
+      {"CALLER_A_ROW", f.layout_a == Layout::Row ? "true" : "false"},
+      {"CALLER_B_ROW", f.layout_b == Layout::Row ? "true" : "false"},
+      {"STAGE_A", f.stage_a ? "true" : "false"},
+      {"STAGE_B", f.stage_b ? "true" : "false"},
+      {"SPLIT", std::to_string(f.split)},
+      {"STAGING", f.split == 3 ? staging + ", split into tf32 parts (3xTF32)" : staging},
+      {"ALIGN_D", f.align1_d ? "1" : "16 / int(sizeof(ElementD))"},
+      {"STREAM_K", c.scheduler == TileScheduler::StreamK ? "true" : "false"},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
       {"TRANSPOSE_PROBLEM", transpose ? "true" : "false"},
       {"TILE_M", std::to_string(c.tile_m)},
@@ -70,7 +82,8 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"TILE_SCHEDULER", c.scheduler == TileScheduler::Persistent
                              ? "cutlass::gemm::PersistentScheduler"
                              : "cutlass::gemm::StreamKScheduler"},
-      {"EPILOGUE", f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc"},
+      {"EPILOGUE", std::string(f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc") +
+                       (f.align1_d ? ", D stored without TMA (alignment 1)" : "")},
   });
 }
 

@@ -35,7 +35,8 @@ CublasMapping cublas_mapping(const GemmProblem& p) {
 
 class CutlassCandidate final : public GemmCandidate {
  public:
-  CutlassCandidate(std::string name, void* handle, const std::string& symbol) : name_(std::move(name)), handle_(handle) {
+  CutlassCandidate(std::string name, void* handle, const std::string& symbol, const GemmRuntime& runtime)
+      : name_(std::move(name)), handle_(handle), runtime_(runtime) {
     auto sym = [&](const char* suffix) {
       void* f = dlsym(handle_, (symbol + suffix).c_str());
       if (!f) throw Error("kernel library lacks symbol " + symbol + suffix);
@@ -50,21 +51,31 @@ class CutlassCandidate final : public GemmCandidate {
   const char* impl() const override { return "cutlass"; }
   size_t workspace_bytes() const override { return workspace_.bytes(); }
 
-  std::string prepare(const FactGemmArgs& args, GpuContext&) override {
+  std::string prepare(const FactGemmArgs& given, GpuContext&) override {
+    const FactGemmArgs args = with_runtime(given);
     if (int rc = can_implement_(&args); rc != 0) return "can_implement returned " + std::to_string(rc);
     const size_t ws = workspace_fn_(&args);
     if (ws > workspace_.bytes()) workspace_ = DeviceBuffer(ws);
     return "";
   }
-  void run(const FactGemmArgs& args, GpuContext& gpu) override {
+  void run(const FactGemmArgs& given, GpuContext& gpu) override {
+    const FactGemmArgs args = with_runtime(given);
     if (int rc = run_(&args, workspace_.get(), workspace_.bytes(), gpu.stream()); rc != 0) {
       throw Error("kernel " + name_ + " returned " + std::to_string(rc));
     }
   }
 
  private:
+  FactGemmArgs with_runtime(FactGemmArgs args) const {
+    args.splits = runtime_.splits;
+    args.raster = runtime_.raster;
+    args.swizzle = runtime_.swizzle;
+    return args;
+  }
+
   std::string name_;
   void* handle_;
+  GemmRuntime runtime_;
   fact_can_implement_fn can_implement_;
   fact_workspace_bytes_fn workspace_fn_;
   fact_run_fn run_;
@@ -119,11 +130,12 @@ cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy) 
 
 std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,
-                                                      const std::string& symbol) {
+                                                      const std::string& symbol,
+                                                      const GemmRuntime& runtime) {
   void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) throw Error("cannot load kernel library " + library + ": " + dlerror());
   try {
-    return std::make_unique<CutlassCandidate>(name, handle, symbol);
+    return std::make_unique<CutlassCandidate>(name, handle, symbol, runtime);
   } catch (...) {
     dlclose(handle);
     throw;

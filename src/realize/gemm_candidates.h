@@ -6,6 +6,7 @@
 
 #include "realize/device_buffer.h"
 #include "realize/gemm_problem.h"
+#include "realize/gemm_space.h"
 #include "realize/gpu_context.h"
 #include "realize/kernel_abi.h"
 
@@ -28,10 +29,12 @@ class GemmCandidate {
   virtual size_t workspace_bytes() const { return 0; }
 };
 
-/// Loads `<symbol>_*` from `library` (dlopen). Throws fact::Error naming a missing symbol.
+/// Loads `<symbol>_*` from `library` (dlopen); every call passes `runtime`'s scheduler
+/// options. Throws fact::Error naming a missing symbol.
 std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,
-                                                      const std::string& symbol);
+                                                      const std::string& symbol,
+                                                      const GemmRuntime& runtime = {});
 
 /// cuBLAS (cublasGemmStridedBatchedEx) for `p` under `policy`: fp32 inputs use
 /// CUBLAS_COMPUTE_32F (fp32), _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16/bf16 inputs use

@@ -2,47 +2,112 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "common/error.h"
 #include "common/hash.h"
 
 namespace fact::realize {
 
-std::optional<GemmFamilyKey> gemm_family(const GemmProblem& p, Precision policy, std::string& why) {
+namespace {
+
+// H200 dense tensor-core peaks (docs/perf-notes.md: measured 372-401 TFLOP/s tf32, 750-776
+// bf16) and copy bandwidth (4.23-4.26 TB/s measured; 4.0 as a sustained GEMM figure, 3.0
+// for the staging transpose).
+constexpr double kTf32Peak = 380e12, kHalfPeak = 760e12, kGemmBw = 4.0e12, kStageBw = 3.0e12;
+constexpr int kPeakSms = 132;
+
+// Layouts tf32 WGMMA can read as given (after staging): A row-major with B column-major
+// (both K-major), A row-major with B row-major (FACT transposes the problem, A^T then
+// goes through registers), both column-major (A goes through registers).
+bool tf32_direct_layouts(Layout a, Layout b) {
+  return a == Layout::Row || b == Layout::Col;
+}
+
+bool aligned16(int64_t elements, DType d) { return (elements * int64_t(dtype_bytes(d))) % 16 == 0; }
+
+// The layout an operand has as the GEMM reads it.
+Layout gemm_layout_a(const GemmFamilyKey& f) { return f.stage_a ? Layout::Row : f.layout_a; }
+Layout gemm_layout_b(const GemmFamilyKey& f) { return f.stage_b ? Layout::Col : f.layout_b; }
+
+int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return f.split * ((k + 3) / 4 * 4); }
+
+}  // namespace
+
+std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy, std::string& why) {
   if (p.dtype_a != p.dtype_b || p.dtype_a != p.dtype_d) {
     why = "mixed operand dtypes";
-    return std::nullopt;
+    return {};
   }
-  GemmFamilyKey key{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n};
-  switch (p.dtype_a) {
-    case DType::F32:
-      if (policy == Precision::fp32) {
-        why = "fp32 policy: no fp32-accurate CUTLASS GEMM in this family (SIMT/3xTF32 not built); vendor SGEMM only";
-        return std::nullopt;
-      }
-      if (policy == Precision::bf16) {
-        why = "bf16 policy on fp32 inputs: vendor path (cuBLAS fast-bf16 compute) only";
-        return std::nullopt;
-      }
-      key.mma = "tf32";
-      break;
-    case DType::BF16: key.mma = "bf16"; break;
-    case DType::F16: key.mma = "f16"; break;
-  }
-  // TMA needs 16-byte aligned leading dimensions (pointers are checked at run time).
-  const int64_t align = 16 / int64_t(dtype_bytes(p.dtype_a));
-  auto aligned = [&](int64_t v) { return v % align == 0; };
-  if (!aligned(p.lda) || !aligned(p.ldb) || !aligned(p.ldd) || !aligned(p.batch_stride_a) ||
-      !aligned(p.batch_stride_b) || !aligned(p.batch_stride_d)) {
-    why = fmt::format("leading or batch stride not a multiple of {} elements (TMA needs 16 bytes)", align);
-    return std::nullopt;
+  if (p.m == 1 || p.n == 1) {
+    why = "GEMV (M or N is 1): memory-bound, the vendor path reads at bandwidth";
+    return {};
   }
   if (p.bias_n && p.beta != 1.0) {
     why = "bias with beta != 1: not in this family's epilogue";
-    return std::nullopt;
+    return {};
   }
-  return key;
+  const bool d_aligned = aligned16(p.ldd, p.dtype_d) && aligned16(p.batch_stride_d, p.dtype_d);
+  if (!d_aligned && p.bias_n) {
+    why = "bias with a D stride that is not 16-byte aligned: the no-TMA epilogue has no bias";
+    return {};
+  }
+  const GemmFamilyKey base{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n, false, false, 1, !d_aligned};
+  const bool a_aligned = aligned16(p.lda, p.dtype_a) && aligned16(p.batch_stride_a, p.dtype_a);
+  const bool b_aligned = aligned16(p.ldb, p.dtype_b) && aligned16(p.batch_stride_b, p.dtype_b);
+
+  if (p.dtype_a != DType::F32) {  // bf16 / f16: the operands as given
+    if (!a_aligned || !b_aligned) {
+      why = fmt::format("leading or batch stride not a multiple of 16 bytes (TMA); staging is for fp32 operands");
+      return {};
+    }
+    GemmFamilyKey f = base;
+    f.mma = p.dtype_a == DType::BF16 ? "bf16" : "f16";
+    return {f};
+  }
+  if (policy == Precision::bf16) {
+    why = "bf16 policy on fp32 inputs: vendor path (cuBLAS fast-bf16 compute) only";
+    return {};
+  }
+  if (policy == Precision::fp32) {
+    GemmFamilyKey f = base;
+    f.mma = "3xtf32";
+    f.stage_a = f.stage_b = true;
+    f.split = 3;
+    // 3xTF32 triples the MACs and writes three copies of each operand: worth it only when
+    // it beats SGEMM's own estimate (fp32 SIMT at about 1/7 of the tf32 peak).
+    const double sgemm_s = std::max(p.flops() / (kTf32Peak / 7.5),
+                                    double(p.extent_a() + p.extent_b() + p.extent_d()) * 4 / kGemmBw);
+    double best = 1e30;
+    for (const auto& c : gemm_tuning_space(f, p, kPeakSms, 1)) best = estimate_seconds(f, c, p, kPeakSms);
+    if (best > 0.9 * sgemm_s) {
+      why = fmt::format("fp32 policy: 3xTF32 estimated at {:.3g} ms against SGEMM's {:.3g} ms (staging traffic dominates); vendor SGEMM",
+                        best * 1e3, sgemm_s * 1e3);
+      return {};
+    }
+    return {f};
+  }
+  // tf32: each operand is staged when it must be (unaligned), may be (not K-major), and
+  // both when K is not a multiple of 4 (a staged operand's K is padded with zeros).
+  const bool a_must = !a_aligned, b_must = !b_aligned;
+  const bool a_may = a_must || p.layout_a != Layout::Row;
+  const bool b_may = b_must || p.layout_b != Layout::Col;
+  std::vector<GemmFamilyKey> out;
+  for (int mask = 0; mask < 4; ++mask) {
+    GemmFamilyKey f = base;
+    f.mma = "tf32";
+    f.stage_a = mask & 1;
+    f.stage_b = mask & 2;
+    if ((a_must && !f.stage_a) || (b_must && !f.stage_b)) continue;
+    if ((f.stage_a && !a_may) || (f.stage_b && !b_may)) continue;
+    if ((f.stage_a || f.stage_b) && p.k % 4 != 0 && !(f.stage_a && f.stage_b)) continue;
+    if (!tf32_direct_layouts(gemm_layout_a(f), gemm_layout_b(f))) continue;
+    out.push_back(f);
+  }
+  if (out.empty()) why = "no tf32 family implements these layouts";
+  return out;
 }
 
 namespace {
@@ -70,42 +135,118 @@ std::vector<GemmConfig> base_space(int tk) {
   };
 }
 
-// Estimated relative cost: waves of output tiles (tile quantization included) times the
-// work per tile. A stream-K scheduler splits K across the idle multiprocessors, so its
-// waves are the even share of all MAC work. A coarse ranking, not a prediction of time.
-double estimate_cost(const GemmConfig& c, const GemmProblem& p, int sm_count) {
-  const double tiles = std::ceil(double(p.m) / c.tile_m) * std::ceil(double(p.n) / c.tile_n) * p.l;
-  const double tile_work = double(c.tile_m) * c.tile_n * p.k;
+}  // namespace
+
+double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmProblem& p, int sm_count) {
+  const int64_t k = (f.stage_a || f.stage_b) ? staged_k(f, p.k) : p.k;
+  const double tiles = std::ceil(double(p.m) / c.tile_m) * std::ceil(double(p.n) / c.tile_n) * double(p.l);
   double waves = std::ceil(tiles / sm_count);
   if (c.scheduler == TileScheduler::StreamK) waves = tiles / sm_count * 1.05;  // 5%: fix-up cost
+  const double per_sm = (f.element == DType::F32 ? kTf32Peak : kHalfPeak) / kPeakSms;
   // Smaller tiles re-read operands more: favour larger tiles slightly (arithmetic intensity).
   const double intensity_penalty = 1.0 + 32.0 / c.tile_m + 32.0 / c.tile_n;
-  return waves * tile_work * intensity_penalty;
+  const bool through_registers = f.element == DType::F32 && gemm_layout_b(f) == Layout::Row;
+  const bool a_through_registers = f.element == DType::F32 && gemm_layout_a(f) == Layout::Col;
+  const double compute = waves * 2.0 * c.tile_m * c.tile_n * double(k) / per_sm * intensity_penalty *
+                         (through_registers || a_through_registers ? 1.08 : 1.0);
+  const double bytes = double(dtype_bytes(f.element));
+  const double la = p.batch_stride_a == 0 ? 1 : double(p.l), lb = p.batch_stride_b == 0 ? 1 : double(p.l);
+  const double a_bytes = la * p.m * double(k) * bytes, b_bytes = lb * p.n * double(k) * bytes;
+  const double memory = (a_bytes + b_bytes + double(p.l) * p.m * p.n * bytes) / kGemmBw;
+  double staging = 0;
+  if (f.stage_a) staging += la * p.m * (p.k + double(staged_k(f, p.k))) * bytes / kStageBw;
+  if (f.stage_b) staging += lb * p.n * (p.k + double(staged_k(f, p.k))) * bytes / kStageBw;
+  return std::max(compute, memory) + staging;
 }
-
-}  // namespace
 
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget) {
   auto space = base_space(tile_k_for(family.element));
   std::stable_sort(space.begin(), space.end(), [&](const GemmConfig& a, const GemmConfig& b) {
-    return estimate_cost(a, p, sm_count) < estimate_cost(b, p, sm_count);
+    return estimate_seconds(family, a, p, sm_count) < estimate_seconds(family, b, p, sm_count);
   });
   if (budget > 0 && int(space.size()) > budget) space.resize(budget);
   return space;
 }
 
+std::vector<GemmKernelChoice> gemm_kernel_choices(const std::vector<GemmFamilyKey>& families,
+                                                  const GemmProblem& p, int sm_count, int budget) {
+  std::vector<GemmKernelChoice> firsts, rest;
+  for (const auto& f : families) {
+    bool first = true;
+    for (const auto& c : gemm_tuning_space(f, p, sm_count, 0)) {
+      (first ? firsts : rest).push_back({f, c, estimate_seconds(f, c, p, sm_count)});
+      first = false;
+    }
+  }
+  auto by_estimate = [](const GemmKernelChoice& a, const GemmKernelChoice& b) { return a.estimate_s < b.estimate_s; };
+  std::stable_sort(firsts.begin(), firsts.end(), by_estimate);
+  std::stable_sort(rest.begin(), rest.end(), by_estimate);
+  firsts.insert(firsts.end(), rest.begin(), rest.end());
+  if (budget > 0 && int(firsts.size()) > budget) firsts.resize(budget);
+  return firsts;
+}
+
+std::vector<GemmRuntime> gemm_runtime_variants(const GemmConfig& c, const GemmProblem& p, int sm_count) {
+  std::vector<GemmRuntime> out{GemmRuntime{}};
+  const double tiles = std::ceil(double(p.m) / c.tile_m) * std::ceil(double(p.n) / c.tile_n) * double(p.l);
+  if (c.scheduler == TileScheduler::Persistent) {
+    if (tiles > sm_count) out.push_back({0, 0, 4});
+    return out;
+  }
+  const int64_t k_tiles = (p.k + c.tile_k - 1) / c.tile_k;
+  std::set<int> seen;
+  for (double f : {0.5, 1.0, 2.0}) {
+    const int s = int(std::lround(f * sm_count / tiles));
+    if (s < 2 || int64_t(s) * 4 > k_tiles || !seen.insert(s).second) continue;
+    out.push_back({s, 0, 0});
+  }
+  return out;
+}
+
+std::string runtime_suffix(const GemmRuntime& r) {
+  std::string s;
+  if (r.splits > 1) s += fmt::format("+splitk{}", r.splits);
+  if (r.raster == 1) s += "+rasterM";
+  if (r.raster == 2) s += "+rasterN";
+  if (r.swizzle > 1) s += fmt::format("+swz{}", r.swizzle);
+  return s;
+}
+
+std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
+  r = {};
+  const auto plus = candidate.find('+');
+  if (plus == std::string::npos) return candidate;
+  size_t pos = plus;
+  while (pos != std::string::npos) {
+    const auto next = candidate.find('+', pos + 1);
+    const std::string opt = candidate.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    try {
+      if (opt.rfind("splitk", 0) == 0) r.splits = std::stoi(opt.substr(6));
+      else if (opt == "rasterM") r.raster = 1;
+      else if (opt == "rasterN") r.raster = 2;
+      else if (opt.rfind("swz", 0) == 0) r.swizzle = std::stoi(opt.substr(3));
+      else throw Error("");
+    } catch (const std::exception&) {
+      throw Error("candidate " + candidate + ": unknown run-time option '" + opt + "'");
+    }
+    pos = next;
+  }
+  return candidate.substr(0, plus);
+}
+
 bool gemm_transposes_problem(const GemmFamilyKey& f) {
-  return dtype_bytes(f.element) == 4 && f.layout_a == Layout::Row && f.layout_b == Layout::Row;
+  return dtype_bytes(f.element) == 4 && gemm_layout_a(f) == Layout::Row && gemm_layout_b(f) == Layout::Row;
 }
 
 std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
   auto lay = [](Layout l) { return l == Layout::Row ? 'r' : 'c'; };
-  return fmt::format("cutlass3x_sm90a_{}_{}{}r_{}x{}x{}_{}x{}x1_{}_{}_{}", f.mma, lay(f.layout_a),
-                     lay(f.layout_b), c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n,
+  const std::string stage = f.stage_a && f.stage_b ? "-stAB" : f.stage_a ? "-stA" : f.stage_b ? "-stB" : "";
+  return fmt::format("cutlass3x_sm90a_{}_{}{}r{}_{}x{}x{}_{}x{}x1_{}_{}_{}{}", f.mma, lay(f.layout_a),
+                     lay(f.layout_b), stage, c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n,
                      c.schedule == Schedule::Cooperative ? "coop" : "pingpong",
                      c.scheduler == TileScheduler::Persistent ? "persistent" : "streamk",
-                     f.bias_n ? "lincomb-biasn" : "lincomb");
+                     f.bias_n ? "lincomb-biasn" : "lincomb", f.align1_d ? "-align1" : "");
 }
 
 std::string kernel_symbol(const std::string& kernel_name) {

@@ -7,6 +7,9 @@
  *   B is K x N: row-major (ldb = stride of K, N contiguous) or column-major (ldb = stride of N).
  *   D is M x N, row-major, ldd = stride of M.
  *   D = alpha * (A * B) + beta * bias, bias a vector of length N ("n") broadcast along M.
+ * A kernel whose name has a staging token (-stA, -stB, -stAB) first copies those operands
+ * into its workspace, K-major (and split into tf32 parts for 3xTF32), then runs the GEMM;
+ * the caller sees the same arguments either way.
  * Return codes: 0 ok; 100 + cutlass::Status for CUTLASS errors; 10000 + cudaError_t for CUDA
  * errors; FACT_ERR_* below for argument errors. This header is pasted verbatim into each
  * generated translation unit, so it has no includes beyond <stdint.h>/<stddef.h>. */
@@ -25,6 +28,11 @@ typedef struct FactGemmArgs {
   const void* bias;            /* NULL, or N elements of the output dtype */
   void* d; int64_t ldd, batch_stride_d;
   float alpha, beta;
+  /* Tile scheduler options, chosen by tuning without recompiling (0 = CUTLASS's default):
+   * splits > 1 runs a stream-K kernel as split-K with that many K splits (ignored by
+   * persistent kernels); raster 0 heuristic, 1 along M, 2 along N; swizzle = the largest
+   * swizzle size (1, 2, 4 or 8). */
+  int32_t splits, raster, swizzle, reserved;
 } FactGemmArgs;
 
 enum {
@@ -32,6 +40,7 @@ enum {
   FACT_ERR_BIAS_MISMATCH = 1,   /* bias given to a kernel without bias, or missing */
   FACT_ERR_BETA = 2,            /* this kernel adds the bias with beta == 1 only */
   FACT_ERR_WORKSPACE = 3,       /* workspace smaller than _workspace_bytes */
+  FACT_ERR_SCHEDULER = 4,       /* splits/raster/swizzle out of range */
   FACT_ERR_STATUS_BASE = 100,
   FACT_ERR_CUDA_BASE = 10000
 };

@@ -36,6 +36,7 @@ struct PatternWork {
   std::string unsupported;               // non-empty: problem not realizable by CUTLASS here
   std::string invalid;                   // non-empty: the plan's problem could not be read
   std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
+  std::vector<GemmConfig> configs;       // their configurations
   json out;                              // the pattern's realized.json entry
 };
 
@@ -77,18 +78,22 @@ int run_realize(const RealizeOptions& opt) {
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
       w.problem = gemm_problem_from_json(pat.at("problem"));
       std::string why;
-      if (auto family = gemm_family(w.problem, opt.policy, why)) {
+      const auto families = gemm_families(w.problem, opt.policy, why);
+      if (!families.empty()) {
         // The cost model's ranking, seeded by the nearest vetted example, then the budget.
-        auto space = gemm_tuning_space(*family, w.problem, sm_count, 0);
-        if (auto vetted = nearest_vetted(shipped_vetted(), *family, w.problem)) {
-          seed_space(space, vetted->config);
-          w.out["vetted_example"] = vetted->name;
+        auto choices = gemm_kernel_choices(families, w.problem, sm_count, 0);
+        for (const auto& f : families) {
+          if (auto vetted = nearest_vetted(shipped_vetted(), f, w.problem)) {
+            seed_choices(choices, f, vetted->config);
+            w.out["vetted_example"] = vetted->name;
+          }
         }
-        if (opt.tune_budget > 0 && int(space.size()) > opt.tune_budget) space.resize(opt.tune_budget);
-        for (const auto& cfg : space) {
-          const std::string name = gemm_kernel_name(*family, cfg);
-          if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(*family, cfg)};
+        if (opt.tune_budget > 0 && int(choices.size()) > opt.tune_budget) choices.resize(opt.tune_budget);
+        for (const auto& ch : choices) {
+          const std::string name = gemm_kernel_name(ch.family, ch.config);
+          if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(ch.family, ch.config)};
           w.kernels.push_back(name);
+          w.configs.push_back(ch.config);
         }
       } else {
         w.unsupported = why;
@@ -192,13 +197,17 @@ int run_realize(const RealizeOptions& opt) {
     runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
     runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
     json build_failures = json::array();
-    for (const auto& name : w.kernels) {
+    for (size_t i = 0; i < w.kernels.size(); ++i) {
+      const auto& name = w.kernels[i];
       const auto& b = built.at(name);
       if (!b.ok) {
         build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", b.reason}, {"key", b.key}});
         continue;
       }
-      runnable.push_back(load_cutlass_candidate(name, b.library.string(), kernel_symbol(name)));
+      // Scheduler options are run-time arguments: each variant is its own candidate.
+      for (const auto& rt : gemm_runtime_variants(w.configs[i], w.problem, sm_count)) {
+        runnable.push_back(load_cutlass_candidate(name + runtime_suffix(rt), b.library.string(), kernel_symbol(name), rt));
+      }
     }
     std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
                  w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
@@ -216,7 +225,7 @@ int run_realize(const RealizeOptions& opt) {
         c["reason"] = o.reason;
         std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
       }
-      if (o.impl == std::string("cutlass")) set_build_fields(c, built.at(o.kernel));
+      if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
       cands.push_back(c);
     }
     for (auto& f : build_failures) cands.push_back(f);

@@ -29,22 +29,31 @@ void set_build_fields(json& c, const BuildResult& b) {
   }
 }
 
+void set_candidate_build_fields(json& c, const std::map<std::string, BuildResult>& built) {
+  GemmRuntime rt;
+  const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
+  if (rt != GemmRuntime{}) {
+    c["runtime"] = {{"splits", rt.splits}, {"raster", rt.raster}, {"swizzle", rt.swizzle}};
+  }
+  auto it = built.find(kernel);
+  if (it == built.end()) {
+    c.erase("object");
+    c.erase("library");
+    return;
+  }
+  set_build_fields(c, it->second);
+}
+
 bool replay_record(const registry::TuningRecord& record,
                    const std::map<std::string, BuildResult>& built, json& out) {
   if (record.winner_impl == "cutlass") {
-    auto it = built.find(record.winner);
+    GemmRuntime rt;
+    auto it = built.find(split_candidate_name(record.winner, rt));
     if (it == built.end() || !it->second.ok) return false;
   }
   json cands = record.candidates.is_array() ? record.candidates : json::array();
   for (auto& c : cands) {
-    if (c.value("impl", "") != "cutlass") continue;
-    auto it = built.find(c.value("kernel", ""));
-    if (it == built.end()) {
-      c.erase("object");
-      c.erase("library");
-      continue;
-    }
-    set_build_fields(c, it->second);
+    if (c.value("impl", "") == "cutlass") set_candidate_build_fields(c, built);
   }
   out["candidates"] = cands;
   out["winner"] = record.winner;

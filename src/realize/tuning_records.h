@@ -22,6 +22,11 @@ registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu
 /// successful build "object", "library" and "symbol" (removed when the build failed).
 void set_build_fields(nlohmann::json& candidate, const BuildResult& b);
 
+/// Sets the build fields of a CUTLASS candidate named `<kernel>[+options]` from the build
+/// of `<kernel>` in `built`, and its "runtime" object (splits, raster, swizzle) when it has
+/// options; build fields are removed when `<kernel>` was not built in this run.
+void set_candidate_build_fields(nlohmann::json& candidate, const std::map<std::string, BuildResult>& built);
+
 /// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
 /// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
 /// come from this run's builds (`built`, by kernel name), not from the record. Returns

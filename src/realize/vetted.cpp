@@ -78,10 +78,9 @@ std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& ex
   std::optional<VettedExample> best;
   double best_d = std::numeric_limits<double>::infinity();
   for (const auto& v : examples) {
-    if (v.family.mma != f.mma || v.family.layout_a != f.layout_a || v.family.layout_b != f.layout_b ||
-        v.family.bias_n != f.bias_n) {
-      continue;
-    }
+    GemmFamilyKey same = v.family;
+    same.element = f.element;
+    if (!(same == f)) continue;
     const double d = dist(v.m, p.m) + dist(v.n, p.n) + dist(v.k, p.k) + dist(v.l, p.l);
     if (d < best_d) {
       best_d = d;
@@ -99,6 +98,18 @@ void seed_space(std::vector<GemmConfig>& space, const GemmConfig& config) {
     }
   }
   space.insert(space.begin(), config);
+}
+
+void seed_choices(std::vector<GemmKernelChoice>& choices, const GemmFamilyKey& family, const GemmConfig& config) {
+  GemmKernelChoice seed{family, config, 0.0};
+  for (auto it = choices.begin(); it != choices.end(); ++it) {
+    if (it->family == family && same_config(it->config, config)) {
+      seed = *it;
+      choices.erase(it);
+      break;
+    }
+  }
+  choices.insert(choices.begin(), seed);
 }
 
 }  // namespace fact::realize

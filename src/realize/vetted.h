@@ -26,7 +26,7 @@ std::vector<VettedExample> parse_vetted(const std::string& json_text);
 /// The examples shipped with factc (data/vetted/*.json).
 const std::vector<VettedExample>& shipped_vetted();
 
-/// The example of the same family (mma, layouts, bias) nearest to `p` in shape: the
+/// The example of the same family (mma, layouts, bias, staging) nearest to `p` in shape: the
 /// smallest sum of |log2| ratios of M, N, K and L. std::nullopt when no example shares
 /// the family.
 std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& examples,
@@ -34,5 +34,8 @@ std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& ex
 
 /// Moves `config` to the front of `space` (inserting it when absent): the seed of the search.
 void seed_space(std::vector<GemmConfig>& space, const GemmConfig& config);
+
+/// The same over kernel choices of several families: (`family`, `config`) goes first.
+void seed_choices(std::vector<GemmKernelChoice>& choices, const GemmFamilyKey& family, const GemmConfig& config);
 
 }  // namespace fact::realize

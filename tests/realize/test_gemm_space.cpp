@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "common/error.h"
 #include "realize/codegen.h"
 #include "realize/gemm_space.h"
 #include "realize/gemm_verify_tune.h"
@@ -17,34 +18,136 @@ GemmProblem square_f32(int64_t n) {
   p.lda = p.ldb = p.ldd = n;
   return p;
 }
+
+GemmProblem with_layouts(GemmProblem p, Layout a, Layout b) {
+  p.layout_a = a;
+  p.layout_b = b;
+  return p;
+}
+
+std::set<std::string> staging_of(const std::vector<GemmFamilyKey>& fs) {
+  std::set<std::string> out;
+  for (const auto& f : fs) out.insert(std::string(f.stage_a ? "A" : "") + (f.stage_b ? "B" : "") + "|");
+  return out;
+}
 }  // namespace
 
-TEST(GemmFamily, Fp32UnderTf32IsTf32Family) {
+TEST(GemmFamily, Fp32UnderTf32RowRowRunsAsGivenOrWithBStaged) {
   std::string why;
-  auto f = gemm_family(square_f32(4096), Precision::tf32, why);
-  ASSERT_TRUE(f.has_value()) << why;
-  EXPECT_EQ(f->mma, "tf32");
-  EXPECT_EQ(f->layout_a, Layout::Row);
+  auto fs = gemm_families(square_f32(4096), Precision::tf32, why);
+  ASSERT_EQ(fs.size(), 2u) << why;
+  for (const auto& f : fs) EXPECT_EQ(f.mma, "tf32");
+  EXPECT_EQ(staging_of(fs), (std::set<std::string>{"|", "B|"}));
 }
 
-TEST(GemmFamily, Fp32UnderFp32HasNoCutlassFamilyAndSaysWhy) {
+TEST(GemmFamily, TransposedAIsStagedEveryWayThatHelps) {
+  // A column-major with B row-major: tf32 WGMMA cannot read both MN-major operands.
   std::string why;
-  EXPECT_FALSE(gemm_family(square_f32(4096), Precision::fp32, why).has_value());
-  EXPECT_NE(why.find("fp32 policy"), std::string::npos);
+  auto fs = gemm_families(with_layouts(square_f32(4096), Layout::Col, Layout::Row), Precision::tf32, why);
+  EXPECT_EQ(staging_of(fs), (std::set<std::string>{"A|", "B|", "AB|"}));
+  // Both K-major (B transposed): nothing to stage.
+  fs = gemm_families(with_layouts(square_f32(4096), Layout::Row, Layout::Col), Precision::tf32, why);
+  EXPECT_EQ(staging_of(fs), (std::set<std::string>{"|"}));
 }
 
-TEST(GemmFamily, UnalignedLeadingDimensionIsRefused) {
-  auto p = square_f32(4096);
-  p.lda = 4097;  // not a multiple of 4 floats = 16 bytes
+TEST(GemmFamily, UnalignedOperandsAreStagedAndUnalignedDDropsTma) {
+  // KernelBench level 1 #8: M 8205, K 2949, N 5921, all row-major.
+  GemmProblem p;
+  p.m = 8205; p.k = 2949; p.n = 5921;
+  p.lda = p.k; p.ldb = p.n; p.ldd = p.n;
   std::string why;
-  EXPECT_FALSE(gemm_family(p, Precision::tf32, why).has_value());
+  auto fs = gemm_families(p, Precision::tf32, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
+  EXPECT_TRUE(fs[0].align1_d);
+  // A bias cannot ride on the no-TMA epilogue.
+  p.bias_n = true;
+  EXPECT_TRUE(gemm_families(p, Precision::tf32, why).empty());
+  EXPECT_NE(why.find("bias"), std::string::npos);
+}
+
+TEST(GemmFamily, Fp32PolicyIs3xTf32WhenComputeBound) {
+  std::string why;
+  auto fs = gemm_families(square_f32(4096), Precision::fp32, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_EQ(fs[0].mma, "3xtf32");
+  EXPECT_EQ(fs[0].split, 3);
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
+}
+
+TEST(GemmFamily, Fp32PolicyLeavesMemoryBoundProblemsToSgemmAndSaysWhy) {
+  GemmProblem p;  // KernelBench level 1 #6: 256 x 256 x 524288
+  p.m = p.n = 256; p.k = 524288;
+  p.lda = p.k; p.ldb = p.n; p.ldd = p.n;
+  std::string why;
+  EXPECT_TRUE(gemm_families(p, Precision::fp32, why).empty());
+  EXPECT_NE(why.find("SGEMM"), std::string::npos);
+}
+
+TEST(GemmFamily, GemvAndUnalignedHalfPrecisionGoToTheVendor) {
+  GemmProblem gemv;
+  gemv.m = 2048; gemv.k = 1 << 20; gemv.n = 1;
+  gemv.lda = gemv.k; gemv.ldb = 1; gemv.ldd = 1;
+  std::string why;
+  EXPECT_TRUE(gemm_families(gemv, Precision::tf32, why).empty());
+  EXPECT_NE(why.find("GEMV"), std::string::npos);
+  auto h = square_f32(4096);
+  h.dtype_a = h.dtype_b = h.dtype_d = DType::BF16;
+  h.lda = 4100;  // 8200 bytes: not a multiple of 16
+  EXPECT_TRUE(gemm_families(h, Precision::bf16, why).empty());
   EXPECT_NE(why.find("16 bytes"), std::string::npos);
+}
+
+TEST(GemmFamily, StagingCostRanksTheSmallerOperandFirst) {
+  // C = A^T B with A 8192 x 2048 (A^T column-major, 64 MiB) and B 8192 x 4096 (128 MiB).
+  GemmProblem p;
+  p.m = 2048; p.k = 8192; p.n = 4096;
+  p.layout_a = Layout::Col; p.lda = 2048; p.ldb = 4096; p.ldd = 4096;
+  std::string why;
+  auto choices = gemm_kernel_choices(gemm_families(p, Precision::tf32, why), p, 132, 0);
+  ASSERT_FALSE(choices.empty());
+  EXPECT_TRUE(choices[0].family.stage_a);
+  EXPECT_FALSE(choices[0].family.stage_b);
+  // Every family's best configuration comes before any family's second.
+  std::set<std::string> first_three;
+  for (int i = 0; i < 3; ++i) first_three.insert(staging_of({choices[i].family}).begin()->c_str());
+  EXPECT_EQ(first_three.size(), 3u);
+  EXPECT_EQ(gemm_kernel_choices(gemm_families(p, Precision::tf32, why), p, 132, 4).size(), 4u);
+}
+
+TEST(RuntimeVariants, SplitKForFewTilesAndSwizzleForManyWaves) {
+  GemmProblem p;
+  p.m = p.n = 256; p.k = 524288;
+  GemmConfig sk{128, 128, 32, 1, 1, Schedule::Cooperative, TileScheduler::StreamK};
+  auto v = gemm_runtime_variants(sk, p, 132);
+  ASSERT_EQ(v.size(), 4u);  // default, then about 16, 33 and 66 splits for 4 tiles
+  EXPECT_EQ(v[0], GemmRuntime{});
+  EXPECT_EQ(v[1].splits, 17);
+  EXPECT_EQ(v[2].splits, 33);
+  EXPECT_EQ(v[3].splits, 66);
+  GemmConfig pers{128, 256, 32, 2, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  auto big = square_f32(8192);
+  ASSERT_EQ(gemm_runtime_variants(pers, big, 132).size(), 2u);
+  EXPECT_EQ(gemm_runtime_variants(pers, big, 132)[1].swizzle, 4);
+  EXPECT_EQ(gemm_runtime_variants(pers, square_f32(1024), 132).size(), 1u);
+}
+
+TEST(RuntimeVariants, CandidateNamesRoundTrip) {
+  const std::string k = "cutlass3x_sm90a_tf32_rrr_128x128x32_1x1x1_coop_streamk_lincomb";
+  for (GemmRuntime r : {GemmRuntime{}, GemmRuntime{16, 0, 0}, GemmRuntime{0, 2, 4}, GemmRuntime{0, 1, 0}}) {
+    GemmRuntime back{7, 7, 7};
+    EXPECT_EQ(split_candidate_name(k + runtime_suffix(r), back), k);
+    EXPECT_EQ(back, r) << runtime_suffix(r);
+  }
+  EXPECT_EQ(runtime_suffix({16, 2, 4}), "+splitk16+rasterN+swz4");
+  GemmRuntime r;
+  EXPECT_THROW(split_candidate_name(k + "+turbo", r), fact::Error);
 }
 
 TEST(GemmSpace, HasAtLeastEightDistinctConfigsWithBothSchedules) {
   std::string why;
   auto p = square_f32(4096);
-  auto f = *gemm_family(p, Precision::tf32, why);
+  auto f = gemm_families(p, Precision::tf32, why).at(0);
   auto space = gemm_tuning_space(f, p, 132, 0);
   ASSERT_GE(space.size(), 8u);
   std::set<std::string> names;
@@ -64,7 +167,7 @@ TEST(GemmSpace, HasAtLeastEightDistinctConfigsWithBothSchedules) {
 TEST(GemmSpace, BudgetKeepsTheBestRanked) {
   std::string why;
   auto p = square_f32(4096);
-  auto f = *gemm_family(p, Precision::tf32, why);
+  auto f = gemm_families(p, Precision::tf32, why).at(0);
   auto all = gemm_tuning_space(f, p, 132, 0);
   auto two = gemm_tuning_space(f, p, 132, 2);
   ASSERT_EQ(two.size(), 2u);
@@ -81,7 +184,7 @@ TEST(GemmSpace, FewOutputTilesRankStreamKFirst) {
   p.ldb = 256;
   p.ldd = 256;
   std::string why;
-  auto f = *gemm_family(p, Precision::tf32, why);
+  auto f = gemm_families(p, Precision::tf32, why).at(0);
   auto space = gemm_tuning_space(f, p, 132, 0);
   EXPECT_EQ(space.front().scheduler, TileScheduler::StreamK);
 }
@@ -117,6 +220,24 @@ TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
   EXPECT_NE(src.find("using LayoutA = cutlass::layout::ColumnMajor"), std::string::npos);
   EXPECT_NE(src.find("using LayoutB = cutlass::layout::ColumnMajor"), std::string::npos);
   EXPECT_NE(src.find("kHasBias = false"), std::string::npos);
+  EXPECT_NE(src.find("kStageA = false"), std::string::npos);
+  EXPECT_NE(src.find("kSplit = 1;"), std::string::npos);
+}
+
+TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
+  GemmFamilyKey f{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true};
+  GemmConfig c{128, 256, 32, 2, 1, Schedule::Cooperative, TileScheduler::StreamK};
+  EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_3xtf32_crr-stAB_128x256x32_2x1x1_coop_streamk_lincomb-align1");
+  EXPECT_FALSE(gemm_transposes_problem(f));
+  const std::string src = render_gemm_sm90(f, c);
+  EXPECT_NE(src.find("using LayoutA = cutlass::layout::RowMajor"), std::string::npos);
+  EXPECT_NE(src.find("using LayoutB = cutlass::layout::ColumnMajor"), std::string::npos);
+  EXPECT_NE(src.find("kCallerARowMajor = false"), std::string::npos);
+  EXPECT_NE(src.find("kCallerBRowMajor = true"), std::string::npos);
+  EXPECT_NE(src.find("kSplit = 3;"), std::string::npos);
+  EXPECT_NE(src.find("AlignmentD = 1;"), std::string::npos);
+  EXPECT_NE(src.find("kStreamK = true"), std::string::npos);
+  EXPECT_NE(src.find(kernel_symbol(gemm_kernel_name(f, c)) + "_staging::stage_operand"), std::string::npos);
 }
 
 TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
