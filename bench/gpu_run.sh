@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One GPU-machine run: check the engine, measure the ceilings, run the skeleton benchmark.
+# One GPU-machine run: check the engine, measure the ceilings, run a benchmark suite
+# (SUITE=gemm by default, or skeleton; further arguments go to bench/suite.py).
 # Expects a built factc (FACTC, default build/factc), CUTLASS headers in .deps/cutlass and
 # optionally a warm kernel cache in .kcache. Writes at most six files to $OUT.
 set -uo pipefail
@@ -16,7 +17,8 @@ export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
   "$FACT_FACTC" --version
   [ "${SKIP_CEILINGS:-0}" = 1 ] || python3 bench/ceilings.py
 } 2>&1 | tee "$OUT/env.txt"
-python3 bench/skeleton.py --out "$OUT/skeleton-h200.json" --work /tmp/fact-work "$@" 2>&1 | tee "$OUT/skeleton.log"
+SUITE="${SUITE:-gemm}"
+python3 bench/suite.py "$SUITE" --out "$OUT/$SUITE-h200.json" --work /tmp/fact-work "$@" 2>&1 | tee "$OUT/$SUITE.log"
 for d in /tmp/fact-work/*/; do
   echo "## $(basename "$d")"; cat "$d/artifact/report.md" 2>/dev/null; echo
 done > "$OUT/reports.md"

@@ -75,6 +75,49 @@ def test_linear_bf16_example(examples_dir: str) -> None:
                                         "type": _type("bfloat16", [8192, 4096])}]}]
 
 
+# KernelBench level 1 GEMM problems: (op, input shapes, output shape).
+L1_CASES = {
+    "L1-1_square.py": ("aten.matmul.default", [[4096, 4096], [4096, 4096]], [4096, 4096]),
+    "L1-2_standard.py": ("aten.matmul.default", [[2048, 8192], [8192, 4096]], [2048, 4096]),
+    "L1-3_batched.py": ("aten.bmm.default", [[128, 512, 1024], [128, 1024, 2048]],
+                        [128, 512, 2048]),
+    "L1-4_matvec.py": ("aten.matmul.default", [[2048, 1048576], [1048576, 1]], [2048, 1]),
+    "L1-6_large_k.py": ("aten.matmul.default", [[256, 524288], [524288, 256]], [256, 256]),
+    "L1-7_small_k.py": ("aten.matmul.default", [[32768, 64], [64, 32768]], [32768, 32768]),
+    "L1-8_irregular.py": ("aten.matmul.default", [[8205, 2949], [2949, 5921]], [8205, 5921]),
+    "L1-9_tall_skinny.py": ("aten.matmul.default", [[32768, 32], [32, 32768]], [32768, 32768]),
+    "L1-10_3d_tensor_matrix.py": ("aten.matmul.default", [[16, 1024, 2048], [2048, 768]],
+                                  [16, 1024, 768]),
+    "L1-16_transposed_a.py": (None, [[8192, 2048], [8192, 4096]], [2048, 4096]),
+    "L1-17_transposed_b.py": (None, [[2048, 8192], [4096, 8192]], [2048, 4096]),
+    "L1-18_transposed_both.py": (None, [[8192, 2048], [4096, 8192]], [2048, 4096]),
+}
+
+
+@pytest.mark.parametrize("fname", sorted(L1_CASES))
+def test_kernelbench_l1_gemm_examples(examples_dir: str, fname: str) -> None:
+    op, in_shapes, out_shape = L1_CASES[fname]
+    # On the meta device: #4's A alone is 8 GiB.
+    with torch.device("meta"):
+        problem = load_problem(os.path.join(examples_dir, "kernelbench_l1", fname))
+    assert [list(x.shape) for x in problem.inputs] == in_shapes
+    g = export(problem.model, problem.inputs)
+    assert [i["type"]["shape"] for i in g["inputs"]] == in_shapes
+    assert g["nodes"][-1]["outputs"][0]["type"]["shape"] == out_shape
+    if op is not None:
+        assert [n["op"] for n in g["nodes"]] == [op]
+    else:  # A.T / B.T are views: a transpose (aten.t / permute) feeding one matmul
+        assert g["nodes"][-1]["op"] == "aten.matmul.default"
+
+
+def test_kernelbench_inputs_are_uniform_not_zeros(examples_dir: str) -> None:
+    problem = load_problem(os.path.join(examples_dir, "kernelbench_l1", "L1-8_irregular.py"))
+    a, b = problem.inputs
+    assert 0.0 <= a.min().item() and a.max().item() < 1.0
+    assert a.mean().item() == pytest.approx(0.5, abs=0.01)
+    assert not torch.equal(a[:100, :100], b[:100, :100])
+
+
 def test_example_inputs_are_random_not_zeros(examples_dir: str) -> None:
     problem = load_problem(os.path.join(examples_dir, "square_4096.py"))
     a, b = problem.inputs

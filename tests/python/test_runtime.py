@@ -98,10 +98,12 @@ def test_missing_manifest_is_named(tmp_path) -> None:
 _FAKE_KERNEL = r"""
 #include "kernel_abi.h"
 int fk_can_implement_calls = 0;
+int fk_last_splits = -1, fk_last_raster = -1, fk_last_swizzle = -1;
 int fk_can_implement(const FactGemmArgs* a) { ++fk_can_implement_calls; return a->k > 0 ? 0 : 1; }
 size_t fk_workspace_bytes(const FactGemmArgs* a) { return 64; }
 int fk_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, void* stream) {
   if (ws == 0 || ws_bytes < 64) return FACT_ERR_WORKSPACE;
+  fk_last_splits = p->splits; fk_last_raster = p->raster; fk_last_swizzle = p->swizzle;
   if (p->bias && p->beta != 1.0f) return 7;
   const float *A = p->a, *B = p->b, *bias = p->bias; float* D = p->d;
   for (long l = 0; l < p->l; ++l)
@@ -143,7 +145,8 @@ def fake_library(tmp_path, repo_root: str) -> str:
     return str(lib)
 
 
-def _cutlass_artifact(tmp_path, lib: str, beta: float = 1.0) -> tuple[str, nn.Module]:
+def _cutlass_artifact(tmp_path, lib: str, beta: float = 1.0,
+                      runtime: dict | None = None) -> tuple[str, nn.Module]:
     model = _Linear()
     graph = export(model, [torch.randn(4, 16)])
     pattern = {"id": "p0", "rule": "gemm", "nodes": ["linear"], "output": "linear",
@@ -154,6 +157,8 @@ def _cutlass_artifact(tmp_path, lib: str, beta: float = 1.0) -> tuple[str, nn.Mo
                            "batch_stride_d": 0, "bias": "n", "alpha": 1.0, "beta": beta},
                "impl": "cutlass", "kernel": "fake_host_gemm_f32_tn", "symbol": "fk",
                "workspace_bytes": 0, "verified": True}
+    if runtime is not None:
+        pattern["runtime"] = runtime
     art = _artifact(tmp_path, graph, [pattern])
     shutil.copy(lib, os.path.join(art, "libfact_kernels.so"))
     return art, model
@@ -184,6 +189,23 @@ def test_cutlass_pattern_calls_kernel_through_custom_op(tmp_path, fake_library: 
     assert torch.equal(fm(xt), model(xt))
     assert fm.fallback_counts() == {"p0": 3}
     assert "strides [1, 4]" in binding.last_fallback_reason
+
+
+def test_tuned_scheduler_options_reach_the_kernel(tmp_path, fake_library: str) -> None:
+    # The winner's run-time options (manifest "runtime") travel in every call's arguments.
+    for runtime, expected in ((None, (0, 0, 0)),
+                              ({"splits": 16, "raster": 2, "swizzle": 4}, (16, 2, 4))):
+        sub = tmp_path / f"splits{expected[0]}"
+        sub.mkdir()
+        art, model = _cutlass_artifact(sub, fake_library, runtime=runtime)
+        fm = load(art, model)
+        fm.bindings["p0"].device_type = "cpu"
+        x = torch.randn(4, 16)
+        torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
+        lib = ctypes.CDLL(os.path.join(art, "libfact_kernels.so"))  # the loaded copy
+        got = tuple(ctypes.c_int.in_dll(lib, f"fk_last_{f}").value
+                    for f in ("splits", "raster", "swizzle"))
+        assert got == expected
 
 
 def test_kernel_error_code_is_raised_with_kernel_name(tmp_path, fake_library: str) -> None:

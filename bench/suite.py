@@ -1,0 +1,130 @@
+"""Benchmark a suite of example problems with ``fact optimize`` and merge the results.
+
+Suites: ``skeleton`` (the four examples of examples/, each under its own policy) and
+``gemm`` (examples/kernelbench_l1/: the GEMM problems of KernelBench level 1, each at
+``tf32`` and at ``fp32``). Each (problem, policy) runs in its own process
+(``python -m fact.cli optimize ...``), so one problem's memory and compiled state cannot
+affect the next. The rows are merged into one docs/07-bench-format.md file (default
+``bench/results/<suite>-h200.json``) with its markdown table beside it (``.md``).
+
+Usage::
+
+    python bench/suite.py SUITE [--out FILE.json] [--precision POLICY] [--jobs N]
+                          [--tune-budget N] [--inductor] [--only NAME ...]
+
+Exit status: 0 when every run finished and verified, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.join(REPO, "python"))
+
+from fact.report import bench_document, write_bench  # noqa: E402
+
+# Suite -> [(example file relative to examples/, policy)]. The skeleton's fp32 models run
+# at tf32 (what torch's "high" gives them) and its bf16 model at bf16 (its own dtype,
+# docs/00-design.md §4); the KernelBench GEMMs at both fp32 policies.
+_L1_GEMMS = ["L1-1_square", "L1-2_standard", "L1-3_batched", "L1-4_matvec", "L1-6_large_k",
+             "L1-7_small_k", "L1-8_irregular", "L1-9_tall_skinny", "L1-10_3d_tensor_matrix",
+             "L1-16_transposed_a", "L1-17_transposed_b", "L1-18_transposed_both"]
+SUITES: dict[str, list[tuple[str, str]]] = {
+    "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
+                 ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],
+    "gemm": [(f"kernelbench_l1/{n}", pol) for pol in ("tf32", "fp32") for n in _L1_GEMMS],
+}
+
+
+def _name(example: str) -> str:
+    return os.path.basename(example)
+
+
+def _run_one(example: str, policy: str, args: argparse.Namespace,
+             json_path: str) -> tuple[int, str]:
+    name = _name(example)
+    cmd = [sys.executable, "-m", "fact.cli", "optimize",
+           os.path.join(REPO, "examples", f"{example}.py"),
+           "--precision", policy, "--out", os.path.join(args.work, f"{name}-{policy}"),
+           "--json", json_path]
+    if args.jobs:
+        cmd += ["--jobs", str(args.jobs)]
+    if args.tune_budget:
+        cmd += ["--tune-budget", str(args.tune_budget)]
+    if args.inductor:
+        cmd.append("--inductor")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(REPO, "python"),
+                                                      env.get("PYTHONPATH")]))
+    print(f"== {name} {policy}: {shlex.join(cmd)}", flush=True)
+    try:
+        proc = subprocess.run(cmd, env=env, cwd=REPO, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        print(f"== {name} {policy}: no result within {args.timeout} s (killed)", flush=True)
+        return 124, shlex.join(cmd)
+    return proc.returncode, shlex.join(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the problems, merge their rows, write JSON and markdown; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suite", choices=SUITES)
+    parser.add_argument("--out", default=None,
+                        help="result file (default bench/results/<suite>-h200.json)")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default=None,
+                        help="run only the suite's rows under this policy")
+    parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--tune-budget", type=int, default=0,
+                        help="CUTLASS kernels built per pattern (0: the whole space)")
+    parser.add_argument("--inductor", action="store_true")
+    parser.add_argument("--work", default=os.path.join(REPO, "out", "suite"),
+                        help="working directories of the runs")
+    parser.add_argument("--timeout", type=int, default=420,
+                        help="seconds one problem may take (compile, tune, verify, time)")
+    parser.add_argument("--only", nargs="+", default=None, help="problem names to run")
+    args = parser.parse_args(argv)
+    runs = [(ex, pol) for ex, pol in SUITES[args.suite]
+            if (args.only is None or _name(ex) in args.only)
+            and (args.precision is None or pol == args.precision)]
+    if not runs:
+        parser.error("no run of the suite matches --only/--precision")
+    out = args.out or os.path.join(REPO, "bench", "results", f"{args.suite}-h200.json")
+
+    rows: list[dict] = []
+    machine: dict | None = None
+    failed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="fact-suite-") as tmp:
+        for example, policy in runs:
+            name = f"{_name(example)} {policy}"
+            json_path = os.path.join(tmp, f"{_name(example)}-{policy}.json")
+            rc, _ = _run_one(example, policy, args, json_path)
+            if not os.path.isfile(json_path):
+                failed.append(f"{name} (exit {rc}, no result)")
+                continue
+            with open(json_path, encoding="utf-8") as f:
+                doc = json.load(f)
+            machine = machine or doc["machine"]
+            rows.extend(doc["rows"])
+            if rc != 0:
+                failed.append(f"{name} (exit {rc})")
+    if not rows:
+        print("no results: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    command = "python bench/suite.py " + shlex.join(argv if argv is not None else sys.argv[1:])
+    write_bench(out, bench_document(command.strip(), rows, machine or {}))
+    print(f"wrote {out} and {os.path.splitext(out)[0]}.md")
+    if failed:
+        print("failed: " + "; ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
