@@ -132,7 +132,14 @@ std::vector<GemmConfig> base_space(int tk) {
       {128, 128, tk, 1, 1, S::Pingpong, T::Persistent},
       {64, 128, tk, 1, 2, S::Pingpong, T::Persistent},
       {128, 128, tk, 1, 1, S::Cooperative, T::StreamK},
+      {128, 128, tk, 2, 2, S::Cooperative, T::StreamK},
   };
+}
+
+// fp32 accumulators each consumer thread holds: a cooperative tile is shared by two
+// warpgroups (256 threads), a pingpong tile belongs to one (128).
+int accumulators_per_thread(const GemmConfig& c) {
+  return c.tile_m * c.tile_n / (c.schedule == Schedule::Cooperative ? 256 : 128);
 }
 
 }  // namespace
@@ -151,7 +158,13 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
                          (through_registers || a_through_registers ? 1.08 : 1.0);
   const double bytes = double(dtype_bytes(f.element));
   const double la = p.batch_stride_a == 0 ? 1 : double(p.l), lb = p.batch_stride_b == 0 ? 1 : double(p.l);
-  const double a_bytes = la * p.m * double(k) * bytes, b_bytes = lb * p.n * double(k) * bytes;
+  double a_bytes = la * p.m * double(k) * bytes, b_bytes = lb * p.n * double(k) * bytes;
+  if (c.scheduler == TileScheduler::StreamK && tiles < sm_count) {
+    // Few output tiles, long K: each tile streams its operand panels once, and L2 cannot
+    // hold them; a cluster shares them (TMA multicast) across its CTAs.
+    a_bytes *= std::ceil(double(p.n) / (c.tile_n * c.cluster_n));
+    b_bytes *= std::ceil(double(p.m) / (c.tile_m * c.cluster_m));
+  }
   const double memory = (a_bytes + b_bytes + double(p.l) * p.m * p.n * bytes) / kGemmBw;
   double staging = 0;
   if (f.stage_a) staging += la * p.m * (p.k + double(staged_k(f, p.k))) * bytes / kStageBw;
@@ -162,6 +175,10 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget) {
   auto space = base_space(tile_k_for(family.element));
+  if (family.split == 3) {
+    // The promoting mainloop holds a second accumulator: at most 64 + 64 registers.
+    std::erase_if(space, [](const GemmConfig& c) { return accumulators_per_thread(c) > 64; });
+  }
   std::stable_sort(space.begin(), space.end(), [&](const GemmConfig& a, const GemmConfig& b) {
     return estimate_seconds(family, a, p, sm_count) < estimate_seconds(family, b, p, sm_count);
   });

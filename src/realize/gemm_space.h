@@ -78,12 +78,14 @@ struct GemmKernelChoice {
 /// quantization included; stream-K spreads the MACs evenly, 5% fix-up) x one tile's MACs at
 /// the per-SM dense peak (tf32 380 TFLOP/s, bf16/f16 760, over 132 SMs; docs/perf-notes.md),
 /// times a small-tile re-read penalty and 1.08 for an operand transposed through registers.
-/// Memory = operand and D bytes at 4.0 TB/s. Staging = bytes read and written at 3.0 TB/s.
+/// Memory = operand and D bytes at 4.0 TB/s (for stream-K with fewer tiles than SMs, each
+/// tile column/row re-reads its panel unless a cluster shares it). Staging = bytes read and written at 3.0 TB/s.
 double estimate_seconds(const GemmFamilyKey& family, const GemmConfig& config, const GemmProblem& p,
                         int sm_count);
 
 /// The tuning space of one family, ranked by the cost model, best first; at most `budget`
-/// entries (0 = all).
+/// entries (0 = all). 3xTF32 keeps only tiles of at most 64 fp32 accumulators per thread
+/// (its mainloop holds two accumulators).
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget);
 
