@@ -9,7 +9,13 @@ cd "$ROOT"
 OUT="${OUT:-/tmp/fact-out}"
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FACT_FACTC="$ROOT/${FACTC:-build/factc}" FACT_CACHE_DIR="$ROOT/.kcache"
+export FACT_FACTC="$ROOT/${FACTC:-build/factc}"
+# The kernel cache (and the registry inside it, unless FACT_REGISTRY says otherwise): the
+# repository's .kcache, or FACT_CACHE_DIR seeded from it (a cache that outlives the checkout).
+export FACT_CACHE_DIR="${FACT_CACHE_DIR:-$ROOT/.kcache}"
+if [ "$FACT_CACHE_DIR" != "$ROOT/.kcache" ] && [ -d "$ROOT/.kcache" ]; then
+  mkdir -p "$FACT_CACHE_DIR" && cp -rn "$ROOT/.kcache/." "$FACT_CACHE_DIR/"
+fi
 export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv

@@ -72,6 +72,24 @@ def _run_one(example: str, policy: str, args: argparse.Namespace,
     return proc.returncode, shlex.join(cmd)
 
 
+def _realization(work_dir: str) -> dict:
+    """What ``factc realize`` spent on a run (its realized.json): kernels compiled now, wall
+    seconds of the build step and of tuning, and how many patterns the registry answered."""
+    path = os.path.join(work_dir, "realized.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        r = json.load(f)
+    pats = r.get("patterns", [])
+    compiled = {c["kernel"].split("+")[0] for p in pats for c in p.get("candidates", [])
+                if c.get("impl") == "cutlass" and c.get("cached") is False}
+    tune_s = sum(p.get("tune_s", 0.0) for p in pats)
+    return {"realize_s": round(r.get("build_wall_s", 0.0) + tune_s, 2),
+            "kernels_compiled": len(compiled),
+            "registry_hits": sum(1 for p in pats if str(p.get("registry", "")).startswith("hit")),
+            "patterns": len(pats)}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the problems, merge their rows, write JSON and markdown; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -111,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
             with open(json_path, encoding="utf-8") as f:
                 doc = json.load(f)
             machine = machine or doc["machine"]
+            realization = _realization(os.path.join(args.work, f"{_name(example)}-{policy}"))
+            for row in doc["rows"]:
+                row["realization"] = realization
             rows.extend(doc["rows"])
             if rc != 0:
                 failed.append(f"{name} (exit {rc})")

@@ -180,7 +180,7 @@ int run_realize(const RealizeOptions& opt) {
     if (reg) {
       try {
         key = tuning_key(w.out.at("problem"), *gpu, tc, opt.policy);
-        if (auto hit = reg->get(*key); hit && replay_record(*hit, built, w.out)) {
+        if (auto hit = reg->get(*key); hit && replay_record(*hit, built, w.kernels, w.out)) {
           std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(),
                        hit->winner.c_str(), hit->created.c_str());
           continue;

@@ -1,5 +1,6 @@
 #include "realize/tuning_records.h"
 
+#include <set>
 #include <string_view>
 
 #include "realize/gemm_space.h"
@@ -18,6 +19,7 @@ registry::RecordKey tuning_key(const json& problem, const GpuInfo& gpu, const To
 
 void set_build_fields(json& c, const BuildResult& b) {
   c["key"] = b.key;
+  c["cached"] = b.cached;  // compiled by an earlier run
   if (b.ok) {
     c["object"] = b.object.string();
     c["library"] = b.library.string();
@@ -45,7 +47,18 @@ void set_candidate_build_fields(json& c, const std::map<std::string, BuildResult
 }
 
 bool replay_record(const registry::TuningRecord& record,
-                   const std::map<std::string, BuildResult>& built, json& out) {
+                   const std::map<std::string, BuildResult>& built,
+                   const std::vector<std::string>& kernels, json& out) {
+  // A kernel this run built that the record never timed (a larger --tune-budget, a
+  // widened space) could win: tune again.
+  std::set<std::string> tuned;
+  for (const auto& c : record.candidates) {
+    GemmRuntime rt;
+    if (c.value("impl", "") == "cutlass") tuned.insert(split_candidate_name(c.value("kernel", ""), rt));
+  }
+  for (const auto& k : kernels) {
+    if (!tuned.count(k)) return false;
+  }
   if (record.winner_impl == "cutlass") {
     GemmRuntime rt;
     auto it = built.find(split_candidate_name(record.winner, rt));

@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +19,7 @@ namespace fact::realize {
 registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu,
                                const Toolchain& tc, Precision policy);
 
-/// Sets a realized.json CUTLASS candidate's build fields from `b`: "key", and for a
+/// Sets a realized.json CUTLASS candidate's build fields from `b`: "key", "cached", and for a
 /// successful build "object", "library" and "symbol" (removed when the build failed).
 void set_build_fields(nlohmann::json& candidate, const BuildResult& b);
 
@@ -30,10 +31,12 @@ void set_candidate_build_fields(nlohmann::json& candidate, const std::map<std::s
 /// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
 /// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
 /// come from this run's builds (`built`, by kernel name), not from the record. Returns
-/// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now
-/// (another tuning budget): the caller then tunes afresh.
+/// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now, or
+/// when one of `kernels` (this run's CUTLASS kernels for the pattern) was never timed by
+/// the record (another tuning budget or space): the caller then tunes afresh.
 bool replay_record(const registry::TuningRecord& record,
-                   const std::map<std::string, BuildResult>& built, nlohmann::json& out);
+                   const std::map<std::string, BuildResult>& built,
+                   const std::vector<std::string>& kernels, nlohmann::json& out);
 
 /// The record of a finished tuning: `out` is the pattern's realized.json entry with a
 /// winner. Paths are left in, but replay_record never trusts them.

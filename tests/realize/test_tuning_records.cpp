@@ -40,7 +40,7 @@ BuildResult built_here() {
 
 TEST(TuningRecords, ReplayTakesPathsFromThisRunsBuilds) {
   json out{{"id", "p0"}};
-  ASSERT_TRUE(replay_record(stored(), {{kWinner, built_here()}}, out));
+  ASSERT_TRUE(replay_record(stored(), {{kWinner, built_here()}}, {kWinner}, out));
   EXPECT_EQ(out["winner"], kWinner);
   EXPECT_EQ(out["winner_impl"], "cutlass");
   EXPECT_EQ(out["tune_s"], 0.0);
@@ -51,11 +51,25 @@ TEST(TuningRecords, ReplayTakesPathsFromThisRunsBuilds) {
 
 TEST(TuningRecords, WinnerNotBuiltNowIsAMiss) {
   json out{{"id", "p0"}};
-  EXPECT_FALSE(replay_record(stored(), {}, out));
+  EXPECT_FALSE(replay_record(stored(), {}, {}, out));
   EXPECT_FALSE(out.contains("winner"));
   BuildResult failed = built_here();
   failed.ok = false;
-  EXPECT_FALSE(replay_record(stored(), {{kWinner, failed}}, out));
+  EXPECT_FALSE(replay_record(stored(), {{kWinner, failed}}, {kWinner}, out));
+}
+
+TEST(TuningRecords, AKernelTheRecordNeverTimedForcesARetune) {
+  // Tuned with budget 1; now a second kernel is built (budget 2): it might win.
+  const std::string other = "cutlass3x_sm90a_tf32_rrr_128x128x32_2x1x1_coop_persistent_lincomb";
+  BuildResult b2 = built_here();
+  b2.name = other;
+  json out{{"id", "p0"}};
+  EXPECT_FALSE(replay_record(stored(), {{kWinner, built_here()}, {other, b2}}, {kWinner, other}, out));
+  EXPECT_FALSE(out.contains("winner"));
+  // A recorded run-time variant ("+swz4") counts as its kernel having been timed.
+  auto r = stored();
+  r.candidates.push_back({{"kernel", other + "+swz4"}, {"impl", "cutlass"}, {"status", "ok"}});
+  EXPECT_TRUE(replay_record(r, {{kWinner, built_here()}, {other, b2}}, {kWinner, other}, out));
 }
 
 TEST(TuningRecords, VendorWinnerNeedsNoBuild) {
@@ -63,7 +77,7 @@ TEST(TuningRecords, VendorWinnerNeedsNoBuild) {
   r.winner = "cublas_tf32";
   r.winner_impl = "vendor";
   json out;
-  EXPECT_TRUE(replay_record(r, {}, out));
+  EXPECT_TRUE(replay_record(r, {}, {}, out));
   EXPECT_FALSE(out["candidates"][1].contains("object"));
 }
 
