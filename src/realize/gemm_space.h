@@ -79,7 +79,9 @@ struct GemmKernelChoice {
 /// the per-SM dense peak (tf32 380 TFLOP/s, bf16/f16 760, over 132 SMs; docs/perf-notes.md),
 /// times a small-tile re-read penalty and 1.08 for an operand transposed through registers.
 /// Memory = operand and D bytes at 4.0 TB/s (for stream-K with fewer tiles than SMs, each
-/// tile column/row re-reads its panel unless a cluster shares it). Staging = bytes read and written at 3.0 TB/s.
+/// tile column/row re-reads its panel unless a cluster shares it), plus a quarter of D's
+/// store time for cooperative kernels (their epilogue does not overlap the next tile's
+/// mainloop; pingpong's does). Staging = bytes read and written at 3.0 TB/s.
 double estimate_seconds(const GemmFamilyKey& family, const GemmConfig& config, const GemmProblem& p,
                         int sm_count);
 
