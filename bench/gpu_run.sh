@@ -25,6 +25,8 @@ export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
 } 2>&1 | tee "$OUT/env.txt"
 SUITE="${SUITE:-gemm}"
 python3 bench/suite.py "$SUITE" --out "$OUT/$SUITE-h200.json" --work /tmp/fact-work "$@" 2>&1 | tee "$OUT/$SUITE.log"
+# The same plans realized again with the registry this run filled: nothing to compile or tune.
+python3 bench/warm_registry.py --work /tmp/fact-work --out "$OUT/$SUITE-warm-registry.json" 2>&1 | tee "$OUT/warm-registry.md"
 for d in /tmp/fact-work/*/; do
   echo "## $(basename "$d")"; cat "$d/artifact/report.md" 2>/dev/null; echo
 done > "$OUT/reports.md"

@@ -96,13 +96,16 @@ def _cells(row: dict) -> list[str]:
             _ms(row.get("fact_ms")) + verified,
             f"{s:.2f}x" if s is not None else "—",
             f"{err:.1e}" if isinstance(err, (int, float)) else "—",
+            f"{row['eager_max_rel_err']:.1e}" if isinstance(row.get("eager_max_rel_err"),
+                                                           (int, float)) else "—",
             f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
                                                          (int, float)) else "—",
             kernels]
 
 
 _HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "FACT ms",
-           "speedup vs eager same policy", "max rel err", "compile+tune s", "kernel"]
+           "speedup vs eager same policy", "max rel err", "eager max rel err",
+           "compile+tune s", "kernel"]
 
 
 def render_markdown(doc: dict, source: str | None = None) -> str:
