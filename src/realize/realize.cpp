@@ -129,8 +129,9 @@ int run_realize(const RealizeOptions& opt) {
     result["driver"] = gpu->driver;
     result["cuda_runtime"] = gpu->runtime;
   }
+  // Created on first use: a run the registry answers entirely never allocates tuning
+  // buffers or a cuBLAS handle.
   std::unique_ptr<GpuContext> ctx;
-  if (gpu) ctx = std::make_unique<GpuContext>(*gpu);
   // The registry only saves time: if it cannot be opened, realization tunes as usual.
   std::unique_ptr<registry::Registry> reg;
   if (gpu && opt.use_registry) {
@@ -161,7 +162,7 @@ int run_realize(const RealizeOptions& opt) {
       w.out["winner_impl"] = nullptr;
       continue;
     }
-    if (!ctx) {  // no GPU: report the builds only
+    if (!gpu) {  // no GPU: report the builds only
       for (const auto& name : w.kernels) {
         const auto& b = built.at(name);
         json c{{"kernel", name}, {"impl", "cutlass"}, {"status", b.ok ? "built" : "quarantined"},
@@ -212,6 +213,7 @@ int run_realize(const RealizeOptions& opt) {
     std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
                  w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
                  (long long)w.problem.k, (long long)w.problem.l);
+    if (!ctx) ctx = std::make_unique<GpuContext>(*gpu);
     auto outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose);
     const CandidateOutcome* best = nullptr;
     for (const auto& o : outcomes) {

@@ -1,4 +1,5 @@
-// One generated kernel per dtype (tf32 on fp32 inputs, bf16 with a bias epilogue, fp16)
+// One generated kernel per dtype (tf32 on fp32 inputs, bf16 with a bias epilogue, fp16),
+// plus a staged 3xTF32 stream-K kernel with the promoting mainloop and the no-TMA epilogue,
 // compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
 // and exports the C ABI. Takes a few minutes on first run; later runs hit the cache under
 // the build directory. Set FACT_SKIP_NVCC_TESTS=1 to skip (e.g. without the toolkit).
@@ -19,20 +20,23 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   }
   const Toolchain tc = find_toolchain("", "");
   const GemmConfig coop{128, 128, 0, 1, 2, Schedule::Cooperative, TileScheduler::Persistent};
-  struct Case { GemmFamilyKey family; int tile_k; };
+  struct Case { GemmFamilyKey family; int tile_k; TileScheduler scheduler; };
+  const auto P = TileScheduler::Persistent;
   const std::vector<Case> cases{
-      {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32},
-      {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64},
-      {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64},
+      {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32, P},
+      {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64, P},
+      {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64, P},
+      {{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true}, 32, TileScheduler::StreamK},
   };
   std::vector<BuildRequest> reqs;
   for (const auto& c : cases) {
     GemmConfig cfg = coop;
     cfg.tile_k = c.tile_k;
+    cfg.scheduler = c.scheduler;
     reqs.push_back({gemm_kernel_name(c.family, cfg), render_gemm_sm90(c.family, cfg)});
   }
   const auto results = build_kernels(reqs, tc, FACT_TEST_CACHE_DIR, 2);
-  ASSERT_EQ(results.size(), 3u);
+  ASSERT_EQ(results.size(), cases.size());
   for (const auto& r : results) {
     ASSERT_TRUE(r.ok) << r.name << ": " << r.reason;
     EXPECT_FALSE(has_wgmma_serialization_warning(fact::read_file(r.log))) << r.name;
