@@ -15,7 +15,7 @@ namespace fact::realize {
 namespace {
 
 DType element_of(const std::string& mma) {
-  if (mma == "tf32") return DType::F32;
+  if (mma == "tf32" || mma == "3xtf32") return DType::F32;
   if (mma == "bf16") return DType::BF16;
   if (mma == "f16") return DType::F16;
   throw Error("vetted example: unknown mma '" + mma + "'");
@@ -47,6 +47,14 @@ std::vector<VettedExample> parse_vetted(const std::string& text) {
       v.name = e.at("name");
       const std::string mma = e.at("mma");
       v.family = {mma, element_of(mma), layout_of(e.at("layout_a")), layout_of(e.at("layout_b")), e.at("bias")};
+      // Optional: which operands are staged ("", "A", "B", "AB"; 3xTF32 stages both) and
+      // whether D is written without TMA.
+      const std::string stage = e.value("stage", mma == "3xtf32" ? "AB" : "");
+      if (stage != "" && stage != "A" && stage != "B" && stage != "AB") throw Error("stage '" + stage + "'");
+      v.family.stage_a = stage.find('A') != std::string::npos;
+      v.family.stage_b = stage.find('B') != std::string::npos;
+      v.family.split = mma == "3xtf32" ? 3 : 1;
+      v.family.align1_d = e.value("align1_d", false);
       v.m = e.at("m");
       v.n = e.at("n");
       v.k = e.at("k");

@@ -52,6 +52,30 @@ TEST(Vetted, SeedLeadsTheSpaceWithoutDuplicates) {
   EXPECT_EQ(gemm_kernel_name(kTf32RowRow, space.front()), gemm_kernel_name(kTf32RowRow, seed));
 }
 
+TEST(Vetted, StagedAndThreeXTf32FamiliesMatchOnlyTheirOwn) {
+  const auto ex = parse_vetted(R"({"format": "fact.vetted", "version": 1, "examples": [
+    {"name": "ta", "mma": "tf32", "layout_a": "col", "layout_b": "row", "bias": false, "stage": "A",
+     "m": 2048, "n": 4096, "k": 8192, "median_ms": 0.39,
+     "config": {"tile": [128, 256, 32], "cluster": [2, 1], "schedule": "coop", "scheduler": "persistent"}},
+    {"name": "x3", "mma": "3xtf32", "layout_a": "row", "layout_b": "row", "bias": false,
+     "m": 4096, "n": 4096, "k": 4096, "median_ms": 1.27,
+     "config": {"tile": [128, 128, 32], "cluster": [2, 1], "schedule": "coop", "scheduler": "persistent"}}]})");
+  ASSERT_EQ(ex.size(), 2u);
+  EXPECT_TRUE(ex[0].family.stage_a && !ex[0].family.stage_b);
+  EXPECT_EQ(ex[1].family.split, 3);
+  EXPECT_TRUE(ex[1].family.stage_a && ex[1].family.stage_b);
+  GemmFamilyKey ta{"tf32", DType::F32, Layout::Col, Layout::Row, false, true, false};
+  GemmFamilyKey tab{"tf32", DType::F32, Layout::Col, Layout::Row, false, true, true};
+  EXPECT_EQ(nearest_vetted(ex, ta, problem(2048, 4096, 8192))->name, "ta");
+  EXPECT_FALSE(nearest_vetted(ex, tab, problem(2048, 4096, 8192)).has_value());
+  GemmFamilyKey x3{"3xtf32", DType::F32, Layout::Row, Layout::Row, false, true, true, 3};
+  EXPECT_EQ(nearest_vetted(ex, x3, problem(8192, 8192, 1024))->name, "x3");
+  EXPECT_THROW(parse_vetted(R"({"format": "fact.vetted", "version": 1, "examples": [
+    {"name": "bad", "mma": "tf32", "layout_a": "row", "layout_b": "row", "bias": false, "stage": "C",
+     "m": 1, "n": 1, "k": 1, "config": {"tile": [128, 128, 32], "cluster": [1, 1], "schedule": "coop",
+     "scheduler": "persistent"}}]})"), fact::Error);
+}
+
 TEST(Vetted, MalformedDocumentNamesTheEntry) {
   EXPECT_THROW(parse_vetted("{}"), fact::Error);
   try {
