@@ -1,7 +1,8 @@
 """Merge bench result files (docs/07-bench-format.md) measured on one machine into one.
 
-The rows are concatenated in the order given; the machine block must match (same GPU,
-driver, torch, CUDA, CUTLASS and FACT commit), else the merge is refused. The merged
+The rows are concatenated in the order given; the machine blocks must agree (same GPU,
+driver, torch, CUDA, CUTLASS and FACT commit; a field a part leaves null, e.g. torch for
+kernel-level rows, is taken from the others), else the merge is refused. The merged
 file's command lists each part's command.
 
 Usage::
@@ -31,12 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.parts:
         with open(path, encoding="utf-8") as f:
             docs.append(json.load(f))
-    machine = docs[0]["machine"]
+    machine: dict = {}
     for path, doc in zip(args.parts, docs):
-        if doc["machine"] != machine:
-            print(f"{path}: measured on another machine or commit ({doc['machine']} vs "
-                  f"{machine}); not merged", file=sys.stderr)
-            return 2
+        for key, value in doc["machine"].items():
+            if value is None:
+                continue
+            if machine.get(key) not in (None, value):
+                print(f"{path}: measured on another machine or commit ({key} {value!r} vs "
+                      f"{machine[key]!r}); not merged", file=sys.stderr)
+                return 2
+            machine[key] = value
     command = " && ".join(d["command"] for d in docs)
     merged = bench_document(command, [r for d in docs for r in d["rows"]], machine)
     merged["date"] = docs[0]["date"]  # when the measuring started

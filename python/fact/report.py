@@ -26,12 +26,14 @@ def _run_quiet(cmd: Sequence[str], cwd: str | None = None) -> str:
 
 
 def git_commit(repo: str = _REPO) -> str | None:
-    """``git rev-parse --short HEAD`` of the FACT checkout, or ``None`` when unavailable."""
+    """``FACT_COMMIT`` when set, else ``git rev-parse --short HEAD`` of the FACT checkout,
+    else ``None``. The variable wins: a copy of the tree (e.g. on a GPU machine) may carry
+    a stale ``.git`` or none at all."""
+    if os.environ.get("FACT_COMMIT"):
+        return os.environ["FACT_COMMIT"]
     if shutil.which("git") is None:
-        return os.environ.get("FACT_COMMIT") or None
-    # A copy of the tree without .git (e.g. on a GPU machine) gets it from FACT_COMMIT.
-    return (_run_quiet(["git", "rev-parse", "--short", "HEAD"], cwd=repo)
-            or os.environ.get("FACT_COMMIT") or None)
+        return None
+    return _run_quiet(["git", "rev-parse", "--short", "HEAD"], cwd=repo) or None
 
 
 def _driver() -> str | None:
@@ -73,9 +75,15 @@ def write_bench(path: str, doc: dict, markdown: bool = True) -> None:
             f.write(render_markdown(doc, source=os.path.basename(path)))
 
 
-def speedup(row: dict, baseline: str = "eager") -> float | None:
-    """``baselines_ms[baseline] / fact_ms``; ``None`` for unverified rows (no claim)."""
-    base = row.get("baselines_ms", {}).get(baseline)
+def speedup(row: dict, baseline: str | None = None) -> float | None:
+    """``baselines_ms[baseline] / fact_ms``; ``None`` for unverified rows (no claim).
+
+    ``baseline`` defaults to ``eager`` (module level), else ``cublas`` (kernel-level rows).
+    """
+    base_ms = row.get("baselines_ms", {})
+    if baseline is None:
+        baseline = "eager" if "eager" in base_ms else "cublas"
+    base = base_ms.get(baseline)
     if not row.get("verified") or not base or not row.get("fact_ms"):
         return None
     return base / row["fact_ms"]
@@ -85,27 +93,29 @@ def _ms(x: Any) -> str:
     return f"{x:.3f}" if isinstance(x, (int, float)) else "—"
 
 
+def _err(x: Any) -> str:
+    return f"{x:.1e}" if isinstance(x, (int, float)) else "—"
+
+
 def _cells(row: dict) -> list[str]:
     s = speedup(row)
-    err = row.get("max_rel_err")
     kernels = ", ".join(k for k in row.get("kernels", []) if k) or "—"
     verified = "" if row.get("verified") else " (not verified)"
+    base = row.get("baselines_ms", {})
+    base_err = row.get("eager_max_rel_err", row.get("cublas_max_rel_err"))
     return [row.get("problem", "?"), row.get("policy", "?"),
-            _ms(row.get("baselines_ms", {}).get("eager_fp32")),
-            _ms(row.get("baselines_ms", {}).get("eager")),
+            _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas")),
             _ms(row.get("fact_ms")) + verified,
             f"{s:.2f}x" if s is not None else "—",
-            f"{err:.1e}" if isinstance(err, (int, float)) else "—",
-            f"{row['eager_max_rel_err']:.1e}" if isinstance(row.get("eager_max_rel_err"),
-                                                           (int, float)) else "—",
+            _err(row.get("max_rel_err")), _err(base_err),
             f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
                                                          (int, float)) else "—",
-            kernels]
+            kernels, row.get("level", "module (fact optimize)")]
 
 
-_HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "FACT ms",
-           "speedup vs eager same policy", "max rel err", "eager max rel err",
-           "compile+tune s", "kernel"]
+_HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "cuBLAS ms",
+           "FACT ms", "speedup (vs eager, else cuBLAS)", "max rel err",
+           "baseline max rel err", "compile+tune s", "kernel", "measured at"]
 
 
 def render_markdown(doc: dict, source: str | None = None) -> str:

@@ -28,9 +28,17 @@ def test_markdown_and_json(tmp_path) -> None:
     assert json.loads(path.read_text())["rows"][0] == ROW
     md = (tmp_path / "r.md").read_text()
     assert md == render_markdown(doc, source="r.json")
-    assert ("| square_4096 | tf32 | 2.700 | 0.360 | 0.300 | 1.20x | 2.1e-04 | 3.0e-04 | 41.0 | "
-            "cutlass3x_sm90a_tf32_tn | NVIDIA H200 | 2.11.0+cu130 / 13.0 / 4.2.0 |") in md
-    assert "| bad | tf32 | 2.700 | 0.360 | 0.300 (not verified) | — |" in md
+    assert ("| square_4096 | tf32 | 2.700 | 0.360 | — | 0.300 | 1.20x | 2.1e-04 | 3.0e-04 | 41.0 | "
+            "cutlass3x_sm90a_tf32_tn | module (fact optimize) | NVIDIA H200 | 2.11.0+cu130 / 13.0 / 4.2.0 |") in md
+    assert "| bad | tf32 | 2.700 | 0.360 | — | 0.300 (not verified) | — |" in md
     text = render_text([ROW])
     assert text.splitlines()[0].startswith("problem")
     assert "1.20x" in text
+
+
+def test_fact_commit_variable_wins_over_git(monkeypatch) -> None:
+    from fact.report import git_commit
+    monkeypatch.setenv("FACT_COMMIT", "abc1234")
+    assert git_commit() == "abc1234"
+    monkeypatch.delenv("FACT_COMMIT")
+    assert git_commit() != "abc1234"
