@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "discover/cost_model.h"
+#include "discover/epilogue.h"
 #include "discover/registry.h"
 #include "graph/graph.h"
 
@@ -25,6 +26,12 @@ struct Pattern {
   nlohmann::ordered_json problem;
   Estimate estimate;
   std::optional<std::string> vetted_example;  // filled from the registry when known
+  /// The elementwise tail the kernel's epilogue could compute (GEMM patterns), found by
+  /// find_epilogue; its nodes stay ATen ops until fused epilogues are realized.
+  std::optional<Epilogue> epilogue;
+  double epilogue_gain_us = 0;  // saved_bytes at the GPU's bandwidth
+  std::string epilogue_stop;    // why no (longer) tail fuses, when an op after the GEMM
+                                // could not join
 };
 
 /// A node a rule was about but could not take, with the rule's reason.

@@ -10,6 +10,18 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   using json = nlohmann::ordered_json;
   json patterns = json::array(), rejected = json::array(), fallback = json::array();
   for (const Pattern& p : plan.patterns) {
+    json epilogue = nullptr;
+    if (p.epilogue) {
+      const Epilogue& e = *p.epilogue;
+      json inputs = json::object(), broadcast = json::object();
+      for (size_t i = 0; i < e.inputs.size(); ++i) {
+        inputs[e.inputs[i].first] = e.inputs[i].second;
+        broadcast[e.inputs[i].first] = e.broadcast[i];
+      }
+      epilogue = json{{"nodes", e.nodes}, {"output", e.output}, {"expr", e.expr}, {"tree", e.tree},
+                      {"inputs", std::move(inputs)}, {"broadcast", std::move(broadcast)},
+                      {"saved_bytes", e.saved_bytes}, {"gain_us", p.epilogue_gain_us}};
+    }
     json operands = json::object();
     for (const auto& [k, v] : p.operands) operands[k] = v;
     const Estimate& e = p.estimate;
@@ -19,7 +31,9 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
         {"estimate", json{{"flops", e.flops}, {"bytes", e.bytes},
                           {"bound", e.bound == Bound::compute ? "compute" : "memory"},
                           {"time_us", e.time_us}, {"gain_us", e.gain_us}, {"reason", e.reason}}},
-        {"vetted_example", p.vetted_example ? json(*p.vetted_example) : json(nullptr)}});
+        {"vetted_example", p.vetted_example ? json(*p.vetted_example) : json(nullptr)},
+        {"epilogue", std::move(epilogue)}});
+    if (!p.epilogue_stop.empty()) patterns.back()["epilogue_stop"] = p.epilogue_stop;
   }
   for (const RejectedNode& r : plan.rejected)
     rejected.push_back(json{{"node", r.node}, {"op", r.op}, {"rule", r.rule}, {"reason", r.reason}});

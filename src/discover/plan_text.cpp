@@ -3,6 +3,8 @@
 //   plan Model precision=tf32
 //   pattern p0 gemm nodes=[mm] output=%mm operands={a=%x, b=%w} problem={kind=gemm, m=64, ...}
 //       estimate={flops=..., bytes=..., bound=compute, time_us=0.042, gain_us=0.002}   (one line)
+//     epilogue p0 nodes=[sub, mul, relu] output=%relu expr=relu(mul(sub(acc, 2.0), 1.5)) inputs={} ...
+//     epilogue-stop p0: %relu is also read by %x, outside the epilogue
 //   rejected mm_1 aten.mm.default gemm: operand a dtype int64: ...
 //   fallback relu aten.relu.default: no rule matches
 #include <fmt/format.h>
@@ -48,6 +50,16 @@ std::string plan_to_text(const Plan& plan) {
         p.id, p.rule, nodes, p.output, operands, format_field(p.problem), e.flops, e.bytes,
         e.bound == Bound::compute ? "compute" : "memory", e.time_us, e.gain_us,
         p.vetted_example ? " vetted=" + *p.vetted_example : "");
+    if (p.epilogue) {
+      const Epilogue& e = *p.epilogue;
+      std::string nodes_e, inputs;
+      for (size_t i = 0; i < e.nodes.size(); ++i) nodes_e += (i ? ", " : "") + e.nodes[i];
+      for (size_t i = 0; i < e.inputs.size(); ++i)
+        inputs += fmt::format("{}{}=%{}({})", i ? ", " : "", e.inputs[i].first, e.inputs[i].second, e.broadcast[i]);
+      out += fmt::format("  epilogue {} nodes=[{}] output=%{} expr={} inputs={{{}}} saved_bytes={} gain_us={:.3f}\n",
+                         p.id, nodes_e, e.output, e.expr, inputs, e.saved_bytes, p.epilogue_gain_us);
+    }
+    if (!p.epilogue_stop.empty()) out += fmt::format("  epilogue-stop {}: {}\n", p.id, p.epilogue_stop);
   }
   for (const RejectedNode& r : plan.rejected)
     out += fmt::format("rejected {} {} {}: {}\n", r.node, r.op, r.rule, r.reason);

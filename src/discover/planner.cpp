@@ -89,6 +89,29 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     plan.patterns.push_back(std::move(p));
   }
 
+  // 2b. Epilogues: the elementwise tail after each GEMM pattern, in priority order; a
+  //     node belongs to at most one tail.
+  std::map<std::string, std::string> in_tail_of;  // node -> pattern id
+  for (Pattern& p : plan.patterns) {
+    if (p.rule != "gemm") continue;
+    EpilogueSearch found = find_epilogue(index, p.output);
+    p.epilogue_stop = found.stop;
+    if (!found.epilogue) continue;
+    auto taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(),
+                              [&](const auto& n) { return in_tail_of.contains(n) || covered_by.contains(n); });
+    if (taken != found.epilogue->nodes.end()) {
+      p.epilogue_stop = "%" + *taken + " already belongs to " +
+                        (in_tail_of.contains(*taken) ? in_tail_of[*taken] + "'s epilogue" : covered_by[*taken]);
+      continue;
+    }
+    p.epilogue = std::move(found.epilogue);
+    p.epilogue_gain_us = double(p.epilogue->saved_bytes) / kH200.hbm_bytes_per_s * 1e6;
+    for (const auto& n : p.epilogue->nodes) {
+      in_tail_of[n] = p.id;
+      lost_to.emplace(n, "fusable into " + p.id + "'s epilogue (fused epilogues are not realized yet)");
+    }
+  }
+
   // 3. Every node outside the patterns: rejected (with each rule's reason) or fallback.
   std::set<std::string> rejected;
   for (auto& r : rejections)

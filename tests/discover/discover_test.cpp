@@ -93,9 +93,64 @@ TEST(PlanJson, LinearPatternFollowsDocs03) {
   EXPECT_EQ(p["estimate"]["reason"],
             "intensity 1638.3 FLOP/B >= ridge 206.0 FLOP/B (bf16 tensor cores on NVIDIA H200)");
   EXPECT_TRUE(p["vetted_example"].is_null());
+  // The ReLU is the GEMM's epilogue tail: 64 MiB written and read, then written again.
+  EXPECT_EQ(p["epilogue"]["nodes"].dump(), R"(["relu"])");
+  EXPECT_EQ(p["epilogue"]["expr"], "relu(acc)");
+  EXPECT_EQ(p["epilogue"]["tree"].dump(), R"({"op":"relu","args":[{"acc":true}]})");
+  EXPECT_EQ(p["epilogue"]["saved_bytes"], 2 * 8192 * 4096 * 2);
+  EXPECT_NEAR(p["epilogue"]["gain_us"].get<double>(), 2.0 * 8192 * 4096 * 2 / 4.8e12 * 1e6, 1e-9);
+  EXPECT_FALSE(p.contains("epilogue_stop"));
   EXPECT_EQ(j["rejected"].size(), 0u);
   EXPECT_EQ(j["fallback"].dump(),
-            R"([{"node":"relu","op":"aten.relu.default","reason":"no rule matches"}])");
+            R"x([{"node":"relu","op":"aten.relu.default","reason":"fusable into p0's epilogue )x"
+            R"x((fused epilogues are not realized yet)"}])x");
+}
+
+TEST(PlanJson, EpilogueNamesItsInputsAndHowTheyBroadcast) {
+  graph::Graph g = graph::parse_text(R"(graph Model {
+  input %x : f32[64,32]{32,1}
+  input %w : f32[32,16]{16,1}
+  input %v : f32[1,16]{16,1}
+  input %r : f32[64,16]{16,1}
+  %mm : f32[64,16]{16,1} = aten.mm.default(%x, %w)
+  %add : f32[64,16]{16,1} = aten.add.Tensor(%mm, %v, alpha=2.0)
+  %mul : f32[64,16]{16,1} = aten.mul.Tensor(%add, %r)
+  output (%mul)
+})");
+  nlohmann::ordered_json j = plan_to_json(make_plan(g, builtin_rules(), Precision::tf32));
+  const auto& e = j["patterns"][0]["epilogue"];
+  EXPECT_EQ(e["expr"], "mul(add(acc, mul(c0, 2.0)), c1)");
+  EXPECT_EQ(e["inputs"].dump(), R"({"c0":"v","c1":"r"})");
+  EXPECT_EQ(e["broadcast"].dump(), R"({"c0":"n","c1":"mn"})");
+  // Unfused: add reads acc (4 KiB) and v (64 B), writes 4 KiB; mul reads 4 KiB twice and
+  // writes 4 KiB. Fused: v and r are still read; D is written once instead of acc.
+  EXPECT_EQ(e["saved_bytes"], (4096 + 64 + 4096) + (4096 + 4096 + 4096) - 64 - 4096);
+}
+
+TEST(PlanJson, TwoGemmsDoNotShareATail) {
+  // add(mm, mm_1): each GEMM sees the other's output as an external operand; the tail
+  // goes to the first pattern only.
+  graph::Graph g = graph::parse_text(R"(graph Model {
+  input %x : f32[64,32]{32,1}
+  input %w : f32[32,16]{16,1}
+  input %w2 : f32[32,16]{16,1}
+  %mm : f32[64,16]{16,1} = aten.mm.default(%x, %w)
+  %mm_1 : f32[64,16]{16,1} = aten.mm.default(%x, %w2)
+  %add : f32[64,16]{16,1} = aten.add.Tensor(%mm, %mm_1)
+  output (%add)
+})");
+  Plan plan = make_plan(g, builtin_rules(), Precision::tf32);
+  ASSERT_EQ(plan.patterns.size(), 2u);
+  int tails = 0;
+  for (const auto& p : plan.patterns) {
+    if (p.epilogue) {
+      ++tails;
+      EXPECT_EQ(p.epilogue->nodes, std::vector<std::string>{"add"});
+    } else {
+      EXPECT_NE(p.epilogue_stop.find("already belongs to"), std::string::npos) << p.epilogue_stop;
+    }
+  }
+  EXPECT_EQ(tails, 1);
 }
 
 }  // namespace

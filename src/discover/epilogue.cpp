@@ -1,0 +1,300 @@
+#include "discover/epilogue.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "discover/cost_model.h"
+#include "graph/text.h"
+
+namespace fact::discover {
+namespace {
+
+using graph::Arg;
+using graph::Node;
+using nlohmann::ordered_json;
+
+// An expression in both forms.
+struct Expr {
+  std::string text;
+  ordered_json tree;
+};
+
+Expr scalar(double v) { return {graph::format_double(v), {{"scalar", v}}}; }
+
+Expr call(const std::string& op, const std::vector<Expr>& args) {
+  std::string text = op + "(";
+  ordered_json list = ordered_json::array();
+  for (size_t i = 0; i < args.size(); ++i) {
+    text += (i ? ", " : "") + args[i].text;
+    list.push_back(args[i].tree);
+  }
+  return {text + ")", {{"op", op}, {"args", list}}};
+}
+
+// A number argument (int or float), or nullopt.
+std::optional<double> number(const Arg* a) {
+  if (!a) return std::nullopt;
+  if (auto* d = a->get_if<double>()) return *d;
+  if (auto* i = a->get_if<int64_t>()) return double(*i);
+  return std::nullopt;
+}
+
+// Argument `i` or kwarg `key` of a node, or nullptr.
+const Arg* arg(const Node& n, size_t i, const char* key) {
+  if (i < n.args.size()) return &n.args[i];
+  return n.kwarg(key);
+}
+
+struct NotFusable {
+  std::string reason;
+};
+
+// The tail under construction.
+class Builder {
+ public:
+  Builder(const graph::GraphIndex& g, const std::string& acc) : g_(g), acc_(acc), acc_type_(g.type(acc)) {
+    exprs_[acc] = {"acc", {{"acc", true}}};
+  }
+
+  bool in_tail(const std::string& v) const { return exprs_.count(v) > 0; }
+
+  // Adds `n` to the tail or throws NotFusable naming why it cannot join.
+  void add(const Node& n) {
+    if (n.outputs.size() != 1 || !n.outputs[0].type) throw NotFusable{fmt::format("%{}: {} has several outputs", n.name, n.op)};
+    const auto& out = *n.outputs[0].type;
+    if (out.shape != acc_type_.shape || out.dtype != acc_type_.dtype) {
+      throw NotFusable{fmt::format("%{}: {} changes the shape or dtype of the tail", n.name, n.op)};
+    }
+    pending_.clear();
+    exprs_[n.outputs[0].name] = expression(n);
+    std::vector<std::pair<std::string, std::string>> named;  // the node joined: name its inputs
+    for (const auto& [v, kind] : pending_) named.emplace_back(v, slot_of(v));
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      external_[pending_[i].first] = pending_[i].second;
+      external_order_.push_back(named[i]);
+    }
+    pending_.clear();
+    nodes_.push_back(&n);
+  }
+
+  Epilogue finish(const std::vector<const Node*>& tail) const {
+    Epilogue e;
+    std::set<std::string> inputs_used;
+    for (const Node* n : tail) {
+      e.nodes.push_back(n->name);
+      for (const auto& a : n->args) graph::for_each_ref(a, [&](const std::string& v) { if (external_.count(v)) inputs_used.insert(v); });
+    }
+    const std::string& root = tail.back()->outputs[0].name;
+    e.output = root;
+    e.expr = exprs_.at(root).text;
+    e.tree = exprs_.at(root).tree;
+    for (const auto& [v, slot] : external_order_) {
+      if (!inputs_used.count(v)) continue;
+      e.inputs.emplace_back(slot, v);
+      e.broadcast.push_back(external_.at(v));
+    }
+    // Unfused, every tail node reads its tensors and writes its output; fused, the tail's
+    // external inputs are still read once and D is written once instead of acc.
+    for (const Node* n : tail) {
+      std::set<std::string> read;
+      for (const auto& a : n->args) graph::for_each_ref(a, [&](const std::string& v) { read.insert(v); });
+      for (const auto& v : read) e.saved_bytes += tensor_bytes(g_.type(v));
+      e.saved_bytes += tensor_bytes(*n->outputs[0].type);
+    }
+    for (const auto& [slot, v] : e.inputs) e.saved_bytes -= tensor_bytes(g_.type(v));
+    e.saved_bytes -= tensor_bytes(g_.type(root));  // written once either way
+    e.saved_bytes += tensor_bytes(acc_type_);      // acc is no longer written
+    return e;
+  }
+
+  const std::vector<const Node*>& nodes() const { return nodes_; }
+
+ private:
+  // One operand: a tail value, a scalar, or an external tensor (checked and named cN).
+  Expr operand(const Node& n, const Arg& a) {
+    if (auto v = number(&a)) return scalar(*v);
+    const std::string* ref = a.ref();
+    if (!ref) throw NotFusable{fmt::format("%{}: {} has a non-tensor, non-number operand", n.name, n.op)};
+    if (auto it = exprs_.find(*ref); it != exprs_.end()) return it->second;
+    const auto& t = g_.type(*ref);
+    if (!graph::is_floating(t.dtype)) {
+      throw NotFusable{fmt::format("%{}: operand %{} has dtype {}, not floating point", n.name, *ref, graph::torch_name(t.dtype))};
+    }
+    if (t.dtype != acc_type_.dtype) {
+      throw NotFusable{fmt::format("%{}: operand %{} is {}, the GEMM writes {}", n.name, *ref,
+                                   graph::torch_name(t.dtype), graph::torch_name(acc_type_.dtype))};
+    }
+    const std::string kind = broadcast_of(t.shape);
+    if (kind.empty()) {
+      throw NotFusable{fmt::format("%{}: operand %{} of shape [{}] does not broadcast along M or N of [{}]",
+                                   n.name, *ref, fmt::join(t.shape, ", "), fmt::join(acc_type_.shape, ", "))};
+    }
+    if (!external_.count(*ref) && std::none_of(pending_.begin(), pending_.end(),
+                                                [&](const auto& p) { return p.first == *ref; })) {
+      pending_.emplace_back(*ref, kind);
+    }
+    const std::string slot = slot_of(*ref);
+    return {slot, {{"input", slot}}};
+  }
+
+  // cN: N counts the inputs named before, then this node's new ones in order.
+  std::string slot_of(const std::string& v) const {
+    for (const auto& [name, slot] : external_order_)
+      if (name == v) return slot;
+    for (size_t i = 0; i < pending_.size(); ++i)
+      if (pending_[i].first == v) return "c" + std::to_string(external_order_.size() + i);
+    return "c?";
+  }
+
+  // "n": [N] or [1, ..., N]; "m": [..., M, 1] (acc's leading dims, last 1); "mn": acc's
+  // shape; "scalar": one element; "" otherwise.
+  std::string broadcast_of(const std::vector<int64_t>& s) const {
+    const auto& d = acc_type_.shape;
+    int64_t numel = 1;
+    for (auto x : s) numel *= x;
+    if (numel == 1) return "scalar";
+    if (s == d) return "mn";
+    std::vector<int64_t> t = s;
+    while (!t.empty() && t.front() == 1 && t.size() > 1) t.erase(t.begin());
+    if (t.size() == 1 && !d.empty() && t[0] == d.back()) return "n";
+    if (s.size() == d.size() && s.back() == 1 && std::equal(s.begin(), s.end() - 1, d.begin())) return "m";
+    return "";
+  }
+
+  Expr expression(const Node& n) {
+    const std::string& op = n.op;
+    auto x = [&] { return operand(n, n.args.at(0)); };
+    auto y = [&] { return operand(n, n.args.at(1)); };
+    auto number_or = [&](size_t i, const char* key, double dflt) {
+      const Arg* a = arg(n, i, key);
+      if (!a || a->is<graph::None>()) return dflt;
+      auto v = number(a);
+      if (!v) throw NotFusable{fmt::format("%{}: {} has a tensor {}", n.name, op, key)};
+      return *v;
+    };
+    static const std::map<std::string, std::string> unary{
+        {"aten.relu.default", "relu"},       {"aten.sigmoid.default", "sigmoid"},
+        {"aten.tanh.default", "tanh"},       {"aten.silu.default", "silu"},
+        {"aten.mish.default", "mish"},       {"aten.neg.default", "neg"},
+        {"aten.erf.default", "erf"}};
+    static const std::map<std::string, std::string> binary{
+        {"aten.add.Tensor", "add"}, {"aten.sub.Tensor", "sub"}, {"aten.mul.Tensor", "mul"},
+        {"aten.div.Tensor", "div"}, {"aten.add.Scalar", "add"}, {"aten.sub.Scalar", "sub"},
+        {"aten.mul.Scalar", "mul"}, {"aten.div.Scalar", "div"}};
+    if (auto it = unary.find(op); it != unary.end()) return call(it->second, {x()});
+    if (auto it = binary.find(op); it != binary.end()) {
+      Expr rhs = y();
+      const double alpha = number_or(2, "alpha", 1.0);
+      if (alpha != 1.0) rhs = call("mul", {rhs, scalar(alpha)});
+      return call(it->second, {x(), rhs});
+    }
+    if (op == "aten.gelu.default") {
+      const Arg* a = n.kwarg("approximate");
+      const std::string* how = a ? a->get_if<std::string>() : nullptr;
+      return call(how && *how == "tanh" ? "gelu_tanh" : "gelu", {x()});
+    }
+    if (op == "aten.leaky_relu.default") return call("leaky_relu", {x(), scalar(number_or(1, "negative_slope", 0.01))});
+    if (op == "aten.hardtanh.default") {
+      return call("hardtanh", {x(), scalar(number_or(1, "min_val", -1.0)), scalar(number_or(2, "max_val", 1.0))});
+    }
+    if (op == "aten.clamp.default") {
+      std::vector<Expr> args{x()};
+      const Arg* lo = arg(n, 1, "min");
+      const Arg* hi = arg(n, 2, "max");
+      args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
+      args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
+      return call("clamp", args);
+    }
+    if (op == "aten.clamp.Tensor") throw NotFusable{fmt::format("%{}: clamp with tensor bounds", n.name)};
+    if (op == "aten.pow.Tensor_Scalar") {
+      const Arg* e = arg(n, 1, "exponent");
+      auto v = number(e);
+      if (!v) throw NotFusable{fmt::format("%{}: pow with a non-scalar exponent", n.name)};
+      return call("pow", {x(), scalar(*v)});
+    }
+    throw NotFusable{fmt::format("%{}: {} is not an elementwise op an epilogue computes", n.name, op)};
+  }
+
+  const graph::GraphIndex& g_;
+  std::string acc_;
+  const graph::TensorType& acc_type_;
+  std::map<std::string, Expr> exprs_;                          // value -> expression
+  std::map<std::string, std::string> external_;                // value -> broadcast kind
+  std::vector<std::pair<std::string, std::string>> external_order_;  // value -> cN
+  std::vector<std::pair<std::string, std::string>> pending_;  // value -> kind, node in progress
+  std::vector<const Node*> nodes_;
+};
+
+}  // namespace
+
+EpilogueSearch find_epilogue(const graph::GraphIndex& g, const std::string& acc) {
+  EpilogueSearch out;
+  const auto& graph = g.graph();
+  const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
+  Builder b(g, acc);
+  const Node* producer = g.producer(acc);
+  const size_t start = producer ? g.position(*producer) + 1 : 0;
+  // 1. Grow: every later op that reads the tail and can join, in graph order.
+  for (size_t i = start; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    bool reads_tail = false;
+    for (const auto& a : n.args) graph::for_each_ref(a, [&](const std::string& v) { reads_tail |= b.in_tail(v); });
+    for (const auto& [k, a] : n.kwargs) graph::for_each_ref(a, [&](const std::string& v) { reads_tail |= b.in_tail(v); });
+    if (!reads_tail) continue;
+    try {
+      b.add(n);
+    } catch (const NotFusable& e) {
+      if (out.stop.empty()) out.stop = e.reason;
+    }
+  }
+  // 2. The largest closed tail: the latest root whose absorbed values (acc and every
+  //    intermediate it is computed from) are read only inside the tail and are not graph
+  //    outputs.
+  const auto& grown = b.nodes();
+  std::string first_failure;
+  for (size_t r = grown.size(); r-- > 0;) {
+    // The root and the tail nodes it is computed from.
+    std::set<std::string> wanted{grown[r]->outputs[0].name};
+    std::set<const Node*> in;
+    for (size_t i = r + 1; i-- > 0;) {
+      if (!wanted.count(grown[i]->outputs[0].name)) continue;
+      in.insert(grown[i]);
+      for (const auto& a : grown[i]->args) graph::for_each_ref(a, [&](const std::string& v) { wanted.insert(v); });
+    }
+    std::vector<const Node*> closed;
+    for (size_t i = 0; i <= r; ++i)
+      if (in.count(grown[i])) closed.push_back(grown[i]);
+    std::set<std::string> values{acc};
+    for (const Node* n : closed) values.insert(n->outputs[0].name);
+    const std::string root = grown[r]->outputs[0].name;
+    std::string failure;
+    for (const auto& v : values) {
+      if (v == root) continue;
+      if (graph_outputs.count(v)) {
+        failure = fmt::format("%{} is a graph output, so it cannot stay inside an epilogue", v);
+        break;
+      }
+      for (const Node* user : g.users(v)) {
+        if (!in.count(user)) {
+          failure = fmt::format("%{} is also read by %{}, outside the epilogue", v, user->name);
+          break;
+        }
+      }
+      if (!failure.empty()) break;
+    }
+    if (failure.empty()) {
+      out.epilogue = b.finish(closed);
+      if (!first_failure.empty()) out.stop = first_failure;  // why a longer tail did not close
+      return out;
+    }
+    if (first_failure.empty()) first_failure = failure;
+  }
+  if (!first_failure.empty()) out.stop = first_failure;
+  return out;
+}
+
+}  // namespace fact::discover
