@@ -1,5 +1,6 @@
 // factc: the FACT engine's command line. Each stage is a subcommand that reads and writes
 // files (docs/00-design.md §1): discover -> plan.json, realize -> realized.json, compose -> artifact/.
+#include <exception>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -22,6 +23,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const fact::Error& e) {
+    std::cerr << "factc: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {  // a malformed input a check above did not name
     std::cerr << "factc: error: " << e.what() << "\n";
     return 1;
   }

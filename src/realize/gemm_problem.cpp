@@ -1,5 +1,7 @@
 #include "realize/gemm_problem.h"
 
+#include <type_traits>
+
 #include "common/error.h"
 
 namespace fact::realize {
@@ -44,6 +46,11 @@ namespace {
 template <class T>
 T field(const nlohmann::json& j, const char* name) {
   if (!j.contains(name)) throw Error(std::string("plan problem: missing field '") + name + "'");
+  if constexpr (std::is_integral_v<T>) {
+    if (!j.at(name).is_number_integer()) {
+      throw Error(std::string("plan problem: field '") + name + "' must be an integer, got " + j.at(name).dump());
+    }
+  }
   try {
     return j.at(name).get<T>();
   } catch (const nlohmann::json::exception& e) {
@@ -63,7 +70,7 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   p.m = field<int64_t>(j, "m");
   p.n = field<int64_t>(j, "n");
   p.k = field<int64_t>(j, "k");
-  p.l = j.value("l", int64_t{1});
+  p.l = j.contains("l") ? field<int64_t>(j, "l") : 1;
   p.dtype_a = parse_dtype(field<std::string>(j, "dtype_a"));
   p.dtype_b = parse_dtype(field<std::string>(j, "dtype_b"));
   p.dtype_d = parse_dtype(field<std::string>(j, "dtype_d"));
@@ -72,9 +79,10 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   p.lda = field<int64_t>(j, "lda");
   p.ldb = field<int64_t>(j, "ldb");
   p.ldd = field<int64_t>(j, "ldd");
-  p.batch_stride_a = j.value("batch_stride_a", int64_t{0});
-  p.batch_stride_b = j.value("batch_stride_b", int64_t{0});
-  p.batch_stride_d = j.value("batch_stride_d", int64_t{0});
+  auto optional_stride = [&](const char* name) { return j.contains(name) ? field<int64_t>(j, name) : int64_t{0}; };
+  p.batch_stride_a = optional_stride("batch_stride_a");
+  p.batch_stride_b = optional_stride("batch_stride_b");
+  p.batch_stride_d = optional_stride("batch_stride_d");
   const auto& bias = j.contains("bias") ? j.at("bias") : nlohmann::json();
   if (bias.is_string() && bias.get<std::string>() == "n") {
     p.bias_n = true;
@@ -84,6 +92,28 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   p.alpha = j.value("alpha", 1.0);
   p.beta = j.value("beta", 1.0);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.l <= 0) throw Error("plan problem: non-positive size");
+  // A leading dimension spans at least the contiguous extent; batch strides are >= 0 and
+  // D's batches do not overlap.
+  const int64_t a_extent = p.layout_a == Layout::Row ? p.k : p.m;
+  const int64_t b_extent = p.layout_b == Layout::Row ? p.n : p.k;
+  auto check_ld = [](const char* name, int64_t ld, int64_t extent, int64_t other) {
+    if (ld < extent && other > 1) {
+      throw Error(std::string("plan problem: ") + name + " = " + std::to_string(ld) +
+                  " is smaller than the contiguous extent " + std::to_string(extent));
+    }
+  };
+  check_ld("lda", p.lda, a_extent, p.layout_a == Layout::Row ? p.m : p.k);
+  check_ld("ldb", p.ldb, b_extent, p.layout_b == Layout::Row ? p.k : p.n);
+  check_ld("ldd", p.ldd, p.n, p.m);
+  if (p.lda <= 0 || p.ldb <= 0 || p.ldd <= 0) throw Error("plan problem: a leading dimension is not positive");
+  if (p.batch_stride_a < 0 || p.batch_stride_b < 0 || p.batch_stride_d < 0) {
+    throw Error("plan problem: negative batch stride");
+  }
+  if (p.l > 1 && p.batch_stride_d < p.m * p.ldd) {
+    throw Error("plan problem: batch_stride_d " + std::to_string(p.batch_stride_d) +
+                " overlaps D's batches (M * ldd = " + std::to_string(p.m * p.ldd) + ")");
+  }
+  if (p.l == 1) p.batch_stride_a = p.batch_stride_b = p.batch_stride_d = 0;  // unused
   return p;
 }
 

@@ -32,7 +32,8 @@ bool aligned16(int64_t elements, DType d) { return (elements * int64_t(dtype_byt
 Layout gemm_layout_a(const GemmFamilyKey& f) { return f.stage_a ? Layout::Row : f.layout_a; }
 Layout gemm_layout_b(const GemmFamilyKey& f) { return f.stage_b ? Layout::Col : f.layout_b; }
 
-int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return f.split * ((k + 3) / 4 * 4); }
+int64_t staged_k_of(int split, int64_t k) { return split * ((k + 3) / 4 * 4); }
+int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return staged_k_of(f.split, k); }
 
 }  // namespace
 
@@ -49,18 +50,33 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
     why = "bias with beta != 1: not in this family's epilogue";
     return {};
   }
-  const bool d_aligned = aligned16(p.ldd, p.dtype_d) && aligned16(p.batch_stride_d, p.dtype_d);
+  // TMA reads rows of 16 bytes: an operand read as given needs 16-byte aligned strides and
+  // a contiguous extent that is a multiple of 16 bytes (CUTLASS's check_alignment: K for a
+  // K-major operand, M for a column-major A, N for a row-major B); D likewise along N.
+  const int64_t a_extent = p.layout_a == Layout::Row ? p.k : p.m;
+  const int64_t b_extent = p.layout_b == Layout::Row ? p.n : p.k;
+  const bool d_aligned = aligned16(p.ldd, p.dtype_d) && aligned16(p.batch_stride_d, p.dtype_d) &&
+                         aligned16(p.n, p.dtype_d);
   if (!d_aligned && p.bias_n) {
-    why = "bias with a D stride that is not 16-byte aligned: the no-TMA epilogue has no bias";
+    why = "bias with a D stride or N that is not 16-byte aligned: the no-TMA epilogue has no bias";
     return {};
   }
   const GemmFamilyKey base{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n, false, false, 1, !d_aligned};
-  const bool a_aligned = aligned16(p.lda, p.dtype_a) && aligned16(p.batch_stride_a, p.dtype_a);
-  const bool b_aligned = aligned16(p.ldb, p.dtype_b) && aligned16(p.batch_stride_b, p.dtype_b);
-
+  const bool a_aligned = aligned16(p.lda, p.dtype_a) && aligned16(p.batch_stride_a, p.dtype_a) &&
+                         aligned16(a_extent, p.dtype_a);
+  const bool b_aligned = aligned16(p.ldb, p.dtype_b) && aligned16(p.batch_stride_b, p.dtype_b) &&
+                         aligned16(b_extent, p.dtype_b);
+  // CUTLASS takes 32-bit M, N, K; staging launches one block row per 32 rows of M and N
+  // and one grid layer per batch (65535 at most: the template's check).
+  constexpr int64_t kInt32Max = 2147483647;
+  const bool can_stage = (p.m + 31) / 32 <= 65535 && (p.n + 31) / 32 <= 65535 && p.l <= 65535;
+  if (p.m > kInt32Max || p.n > kInt32Max || p.k > kInt32Max) {
+    why = "M, N or K beyond 32 bits";
+    return {};
+  }
   if (p.dtype_a != DType::F32) {  // bf16 / f16: the operands as given
     if (!a_aligned || !b_aligned) {
-      why = fmt::format("leading or batch stride not a multiple of 16 bytes (TMA); staging is for fp32 operands");
+      why = "a leading or batch stride, or the contiguous extent, is not a multiple of 16 bytes (TMA); staging is for fp32 operands";
       return {};
     }
     GemmFamilyKey f = base;
@@ -72,6 +88,10 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
     return {};
   }
   if (policy == Precision::fp32) {
+    if (!can_stage || staged_k_of(3, p.k) > kInt32Max) {
+      why = "fp32 policy: 3xTF32 staging cannot cover this problem (M or N over 2 million, L over 65535, or 3K over 32 bits); vendor SGEMM";
+      return {};
+    }
     GemmFamilyKey f = base;
     f.mma = "3xtf32";
     f.stage_a = f.stage_b = true;
@@ -108,10 +128,14 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
     if ((a_must && !f.stage_a) || (b_must && !f.stage_b)) continue;
     if ((f.stage_a && !a_may) || (f.stage_b && !b_may)) continue;
     if ((f.stage_a || f.stage_b) && p.k % 4 != 0 && !(f.stage_a && f.stage_b)) continue;
+    if ((f.stage_a || f.stage_b) && !can_stage) continue;
     if (!tf32_direct_layouts(gemm_layout_a(f), gemm_layout_b(f))) continue;
     out.push_back(f);
   }
-  if (out.empty()) why = "no tf32 family implements these layouts";
+  if (out.empty()) {
+    why = can_stage ? "no tf32 family implements these layouts"
+                    : "operands need staging, which cannot cover M or N over 2 million or L over 65535";
+  }
   return out;
 }
 
@@ -151,7 +175,10 @@ int accumulators_per_thread(const GemmConfig& c) {
 
 double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmProblem& p, int sm_count) {
   const int64_t k = (f.stage_a || f.stage_b) ? staged_k(f, p.k) : p.k;
-  const double tiles = std::ceil(double(p.m) / c.tile_m) * std::ceil(double(p.n) / c.tile_n) * double(p.l);
+  // A transposed kernel (D^T = B^T A^T) tiles N x M: its tile M runs along the problem's N.
+  const bool t = gemm_transposes_problem(f);
+  const double rows = double(t ? p.n : p.m), cols = double(t ? p.m : p.n);
+  const double tiles = std::ceil(rows / c.tile_m) * std::ceil(cols / c.tile_n) * double(p.l);
   double waves = std::ceil(tiles / sm_count);
   if (c.scheduler == TileScheduler::StreamK) waves = tiles / sm_count * 1.05;  // 5%: fix-up cost
   const double per_sm = (f.element == DType::F32 ? kTf32Peak : kHalfPeak) / kPeakSms;
@@ -167,8 +194,10 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
   if (c.scheduler == TileScheduler::StreamK && tiles < sm_count) {
     // Few output tiles, long K: each tile streams its operand panels once, and L2 cannot
     // hold them; a cluster shares them (TMA multicast) across its CTAs.
-    a_bytes *= std::ceil(double(p.n) / (c.tile_n * c.cluster_n));
-    b_bytes *= std::ceil(double(p.m) / (c.tile_m * c.cluster_m));
+    const double col_panels = std::ceil(cols / (c.tile_n * c.cluster_n));
+    const double row_panels = std::ceil(rows / (c.tile_m * c.cluster_m));
+    a_bytes *= t ? row_panels : col_panels;  // A is re-read once per panel along N
+    b_bytes *= t ? col_panels : row_panels;
   }
   const double memory = (a_bytes + b_bytes + double(p.l) * p.m * p.n * bytes) / kGemmBw;
   double staging = 0;
@@ -244,17 +273,31 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
   r = {};
   const auto plus = candidate.find('+');
   if (plus == std::string::npos) return candidate;
+  if (plus == 0) throw Error("candidate " + candidate + ": no kernel name before the run-time options");
+  // A positive decimal integer that is the whole of `digits`.
+  auto whole_number = [&](const std::string& digits, const std::string& opt) {
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
+      throw Error("candidate " + candidate + ": bad run-time option '" + opt + "'");
+    }
+    return std::stoi(digits);
+  };
   size_t pos = plus;
   while (pos != std::string::npos) {
     const auto next = candidate.find('+', pos + 1);
     const std::string opt = candidate.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-    try {
-      if (opt.rfind("splitk", 0) == 0) r.splits = std::stoi(opt.substr(6));
-      else if (opt == "rasterM") r.raster = 1;
-      else if (opt == "rasterN") r.raster = 2;
-      else if (opt.rfind("swz", 0) == 0) r.swizzle = std::stoi(opt.substr(3));
-      else throw Error("");
-    } catch (const std::exception&) {
+    if (opt.rfind("splitk", 0) == 0) {
+      r.splits = whole_number(opt.substr(6), opt);
+      if (r.splits < 2) throw Error("candidate " + candidate + ": split-K needs at least 2 splits");
+    } else if (opt == "rasterM") {
+      r.raster = 1;
+    } else if (opt == "rasterN") {
+      r.raster = 2;
+    } else if (opt.rfind("swz", 0) == 0) {
+      r.swizzle = whole_number(opt.substr(3), opt);
+      if (r.swizzle != 2 && r.swizzle != 4 && r.swizzle != 8) {
+        throw Error("candidate " + candidate + ": swizzle must be 2, 4 or 8");
+      }
+    } else {
       throw Error("candidate " + candidate + ": unknown run-time option '" + opt + "'");
     }
     pos = next;

@@ -70,6 +70,15 @@ int run_realize(const RealizeOptions& opt) {
   std::vector<PatternWork> work;
   std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
   for (const auto& pat : plan.at("patterns")) {
+    if (!pat.is_object()) {
+      throw Error(opt.plan.string() + ": pattern #" + std::to_string(work.size()) + " is not an object");
+    }
+    for (const char* f : {"id", "rule"}) {
+      if (pat.contains(f) && !pat.at(f).is_string()) {
+        throw Error(opt.plan.string() + ": pattern #" + std::to_string(work.size()) + ": \"" + f +
+                    "\" must be a string, got " + pat.at(f).dump());
+      }
+    }
     PatternWork w;
     w.id = pat.value("id", std::string("p") + std::to_string(work.size()));
     w.out = {{"id", w.id}, {"rule", pat.value("rule", "")}};

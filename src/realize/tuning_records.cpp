@@ -53,8 +53,15 @@ bool replay_record(const registry::TuningRecord& record,
   // widened space) could win: tune again.
   std::set<std::string> tuned;
   for (const auto& c : record.candidates) {
+    if (c.value("impl", "") != "cutlass") continue;
     GemmRuntime rt;
-    if (c.value("impl", "") == "cutlass") tuned.insert(split_candidate_name(c.value("kernel", ""), rt));
+    const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
+    // A candidate quarantined at build time (no verification figures) that builds now
+    // was never timed.
+    auto b = built.find(kernel);
+    const bool failed_to_build = c.value("status", "") != "ok" && !c.contains("tolerance");
+    if (failed_to_build && b != built.end() && b->second.ok) continue;
+    tuned.insert(kernel);
   }
   for (const auto& k : kernels) {
     if (!tuned.count(k)) return false;
@@ -63,6 +70,11 @@ bool replay_record(const registry::TuningRecord& record,
     GemmRuntime rt;
     auto it = built.find(split_candidate_name(record.winner, rt));
     if (it == built.end() || !it->second.ok) return false;
+    // The winner verified was this very build (same source, toolchain and flags): another
+    // build of the same name (a changed template) has not been verified.
+    for (const auto& c : record.candidates) {
+      if (c.value("kernel", "") == record.winner && c.value("key", "") != it->second.key) return false;
+    }
   }
   json cands = record.candidates.is_array() ? record.candidates : json::array();
   for (auto& c : cands) {

@@ -31,9 +31,11 @@ void set_candidate_build_fields(nlohmann::json& candidate, const std::map<std::s
 /// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
 /// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
 /// come from this run's builds (`built`, by kernel name), not from the record. Returns
-/// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now, or
-/// when one of `kernels` (this run's CUTLASS kernels for the pattern) was never timed by
-/// the record (another tuning budget or space): the caller then tunes afresh.
+/// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now or
+/// was built from other source (its recorded build key differs: never verified), or when
+/// one of `kernels` (this run's CUTLASS kernels for the pattern) was never timed by the
+/// record (another tuning budget or space, or it failed to build then): the caller then
+/// tunes afresh.
 bool replay_record(const registry::TuningRecord& record,
                    const std::map<std::string, BuildResult>& built,
                    const std::vector<std::string>& kernels, nlohmann::json& out);

@@ -66,6 +66,44 @@ TEST(GemmFamily, UnalignedOperandsAreStagedAndUnalignedDDropsTma) {
   EXPECT_NE(why.find("bias"), std::string::npos);
 }
 
+TEST(GemmFamily, AContiguousExtentOffSixteenBytesIsStaged) {
+  // x[:, :1022] @ W: lda 1024 is aligned, but K = 1022 rows of A are not whole 16-byte
+  // units (CUTLASS's check_alignment), so A and B (K % 4 != 0) are staged.
+  GemmProblem p;
+  p.m = 512; p.k = 1022; p.n = 1024;
+  p.lda = 1024; p.ldb = 1024; p.ldd = 1024;
+  std::string why;
+  auto fs = gemm_families(p, Precision::tf32, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
+  // bf16 cannot stage: vendor only.
+  p.dtype_a = p.dtype_b = p.dtype_d = DType::BF16;
+  EXPECT_TRUE(gemm_families(p, Precision::bf16, why).empty());
+  EXPECT_NE(why.find("contiguous extent"), std::string::npos);
+  // An N off 16 bytes writes D without TMA.
+  auto q = square_f32(1024);
+  q.n = 1022;
+  q.ldd = 1024;
+  q.ldb = 1024;
+  fs = gemm_families(q, Precision::tf32, why);
+  ASSERT_FALSE(fs.empty());
+  for (const auto& f : fs) EXPECT_TRUE(f.align1_d && f.stage_b);
+}
+
+TEST(GemmFamily, StagingLaunchLimitsAndThirtyTwoBitSizes) {
+  GemmProblem tall;  // M = 4M rows: staging's grid would exceed 65535 block rows
+  tall.m = int64_t(1) << 22; tall.k = 63; tall.n = 64;
+  tall.lda = 63; tall.ldb = 64; tall.ldd = 64;
+  std::string why;
+  EXPECT_TRUE(gemm_families(tall, Precision::tf32, why).empty());
+  EXPECT_NE(why.find("staging"), std::string::npos);
+  auto huge = square_f32(4096);
+  huge.k = int64_t(1) << 32;
+  huge.lda = huge.k;
+  EXPECT_TRUE(gemm_families(huge, Precision::tf32, why).empty());
+  EXPECT_NE(why.find("32 bits"), std::string::npos);
+}
+
 TEST(GemmFamily, Fp32PolicyIs3xTf32WhenComputeBound) {
   std::string why;
   auto fs = gemm_families(square_f32(4096), Precision::fp32, why);
@@ -154,7 +192,10 @@ TEST(RuntimeVariants, CandidateNamesRoundTrip) {
   }
   EXPECT_EQ(runtime_suffix({16, 2, 4}), "+splitk16+rasterN+swz4");
   GemmRuntime r;
-  EXPECT_THROW(split_candidate_name(k + "+turbo", r), fact::Error);
+  for (const char* bad : {"+turbo", "+splitk-3", "+splitk16abc", "+splitk1", "+swz3", "+swz", "+"}) {
+    EXPECT_THROW(split_candidate_name(k + bad, r), fact::Error) << bad;
+  }
+  EXPECT_THROW(split_candidate_name("+swz4", r), fact::Error);  // no kernel name
 }
 
 TEST(GemmSpace, HasAtLeastEightDistinctConfigsWithBothSchedules) {

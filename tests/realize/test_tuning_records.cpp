@@ -22,6 +22,7 @@ registry::TuningRecord stored() {
   r.candidates = json::array({
       {{"kernel", "cublas_tf32"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.8383}},
       {{"kernel", kWinner}, {"impl", "cutlass"}, {"status", "ok"}, {"median_ms", 0.8169},
+       {"tolerance", 3e-3}, {"key", "abc"},
        {"object", "/elsewhere/kernel.o"}, {"library", "/elsewhere/kernel.so"}}});
   return r;
 }
@@ -69,6 +70,29 @@ TEST(TuningRecords, AKernelTheRecordNeverTimedForcesARetune) {
   // A recorded run-time variant ("+swz4") counts as its kernel having been timed.
   auto r = stored();
   r.candidates.push_back({{"kernel", other + "+swz4"}, {"impl", "cutlass"}, {"status", "ok"}});
+  EXPECT_TRUE(replay_record(r, {{kWinner, built_here()}, {other, b2}}, {kWinner, other}, out));
+}
+
+TEST(TuningRecords, AWinnerBuiltFromOtherSourceWasNeverVerified) {
+  // Same kernel name, another build key (e.g. a changed template): tune again.
+  BuildResult rebuilt = built_here();
+  rebuilt.key = "def";
+  json out{{"id", "p0"}};
+  EXPECT_FALSE(replay_record(stored(), {{kWinner, rebuilt}}, {kWinner}, out));
+  EXPECT_FALSE(out.contains("winner"));
+}
+
+TEST(TuningRecords, AKernelThatFailedToBuildThenIsTunedWhenItBuildsNow) {
+  const std::string other = "cutlass3x_sm90a_tf32_rrr_128x128x32_2x1x1_coop_persistent_lincomb";
+  auto r = stored();
+  r.candidates.push_back({{"kernel", other}, {"impl", "cutlass"}, {"status", "quarantined"},
+                          {"reason", "nvcc was killed (signal 9): retried next run"}});
+  BuildResult b2 = built_here();
+  b2.name = other;
+  json out{{"id", "p0"}};
+  EXPECT_FALSE(replay_record(r, {{kWinner, built_here()}, {other, b2}}, {kWinner, other}, out));
+  // Still failing to build: the record stands.
+  b2.ok = false;
   EXPECT_TRUE(replay_record(r, {{kWinner, built_here()}, {other, b2}}, {kWinner, other}, out));
 }
 
