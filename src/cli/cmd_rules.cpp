@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "discover/epilogue.h"
 #include "discover/registry.h"
 
 namespace fact::cli {
@@ -14,6 +15,10 @@ void add_rules_command(CLI::App& app) {
     for (const discover::Rule& r : discover::builtin_rules().rules())
       std::cout << fmt::format("{}\n  meaning: {}\n  kernel family: {}\n  tests: {}\n", r.name,
                                r.meaning, r.kernel_family, r.tests);
+    std::cout << "epilogue (the elementwise tail after a gemm pattern; found, not fused yet)\n"
+                 "  tests: tests/golden/discover/epilogue_*.txt\n  ops:\n";
+    for (const discover::EpilogueOp& op : discover::epilogue_ops())
+      std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
   });
 }
 

@@ -26,10 +26,11 @@ struct Expr {
 Expr scalar(double v) { return {graph::format_double(v), {{"scalar", v}}}; }
 
 Expr call(const std::string& op, const std::vector<Expr>& args) {
-  std::string text = op + "(";
+  std::string text = fmt::format("{}(", op);
   ordered_json list = ordered_json::array();
   for (size_t i = 0; i < args.size(); ++i) {
-    text += (i ? ", " : "") + args[i].text;
+    if (i) text += ", ";
+    text += args[i].text;
     list.push_back(args[i].tree);
   }
   return {text + ")", {{"op", op}, {"args", list}}};
@@ -146,7 +147,7 @@ class Builder {
     for (const auto& [name, slot] : external_order_)
       if (name == v) return slot;
     for (size_t i = 0; i < pending_.size(); ++i)
-      if (pending_[i].first == v) return "c" + std::to_string(external_order_.size() + i);
+      if (pending_[i].first == v) return fmt::format("c{}", external_order_.size() + i);
     return "c?";
   }
 
@@ -176,45 +177,43 @@ class Builder {
       if (!v) throw NotFusable{fmt::format("%{}: {} has a tensor {}", n.name, op, key)};
       return *v;
     };
-    static const std::map<std::string, std::string> unary{
-        {"aten.relu.default", "relu"},       {"aten.sigmoid.default", "sigmoid"},
-        {"aten.tanh.default", "tanh"},       {"aten.silu.default", "silu"},
-        {"aten.mish.default", "mish"},       {"aten.neg.default", "neg"},
-        {"aten.erf.default", "erf"}};
-    static const std::map<std::string, std::string> binary{
-        {"aten.add.Tensor", "add"}, {"aten.sub.Tensor", "sub"}, {"aten.mul.Tensor", "mul"},
-        {"aten.div.Tensor", "div"}, {"aten.add.Scalar", "add"}, {"aten.sub.Scalar", "sub"},
-        {"aten.mul.Scalar", "mul"}, {"aten.div.Scalar", "div"}};
-    if (auto it = unary.find(op); it != unary.end()) return call(it->second, {x()});
-    if (auto it = binary.find(op); it != binary.end()) {
-      Expr rhs = y();
-      const double alpha = number_or(2, "alpha", 1.0);
-      if (alpha != 1.0) rhs = call("mul", {rhs, scalar(alpha)});
-      return call(it->second, {x(), rhs});
-    }
-    if (op == "aten.gelu.default") {
-      const Arg* a = n.kwarg("approximate");
-      const std::string* how = a ? a->get_if<std::string>() : nullptr;
-      return call(how && *how == "tanh" ? "gelu_tanh" : "gelu", {x()});
-    }
-    if (op == "aten.leaky_relu.default") return call("leaky_relu", {x(), scalar(number_or(1, "negative_slope", 0.01))});
-    if (op == "aten.hardtanh.default") {
-      return call("hardtanh", {x(), scalar(number_or(1, "min_val", -1.0)), scalar(number_or(2, "max_val", 1.0))});
-    }
-    if (op == "aten.clamp.default") {
-      std::vector<Expr> args{x()};
-      const Arg* lo = arg(n, 1, "min");
-      const Arg* hi = arg(n, 2, "max");
-      args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
-      args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
-      return call("clamp", args);
-    }
+    const EpilogueOp* e = nullptr;
+    for (const auto& candidate : epilogue_ops())
+      if (candidate.aten == op) e = &candidate;
     if (op == "aten.clamp.Tensor") throw NotFusable{fmt::format("%{}: clamp with tensor bounds", n.name)};
-    if (op == "aten.pow.Tensor_Scalar") {
-      const Arg* e = arg(n, 1, "exponent");
-      auto v = number(e);
-      if (!v) throw NotFusable{fmt::format("%{}: pow with a non-scalar exponent", n.name)};
-      return call("pow", {x(), scalar(*v)});
+    if (!e) throw NotFusable{fmt::format("%{}: {} is not an elementwise op an epilogue computes", n.name, op)};
+    const std::string name(e->name);
+    switch (e->kind) {
+      case EpilogueOpKind::unary:
+        return call(name, {x()});
+      case EpilogueOpKind::binary: {
+        Expr rhs = y();
+        const double alpha = number_or(2, "alpha", 1.0);
+        if (alpha != 1.0) rhs = call("mul", {rhs, scalar(alpha)});
+        return call(name, {x(), rhs});
+      }
+      case EpilogueOpKind::gelu: {
+        const Arg* a = n.kwarg("approximate");
+        const std::string* how = a ? a->get_if<std::string>() : nullptr;
+        return call(how && *how == "tanh" ? "gelu_tanh" : "gelu", {x()});
+      }
+      case EpilogueOpKind::leaky_relu:
+        return call(name, {x(), scalar(number_or(1, "negative_slope", 0.01))});
+      case EpilogueOpKind::hardtanh:
+        return call(name, {x(), scalar(number_or(1, "min_val", -1.0)), scalar(number_or(2, "max_val", 1.0))});
+      case EpilogueOpKind::clamp: {
+        std::vector<Expr> args{x()};
+        const Arg* lo = arg(n, 1, "min");
+        const Arg* hi = arg(n, 2, "max");
+        args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
+        args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
+        return call(name, args);
+      }
+      case EpilogueOpKind::pow: {
+        auto v = number(arg(n, 1, "exponent"));
+        if (!v) throw NotFusable{fmt::format("%{}: pow with a non-scalar exponent", n.name)};
+        return call(name, {x(), scalar(*v)});
+      }
     }
     throw NotFusable{fmt::format("%{}: {} is not an elementwise op an epilogue computes", n.name, op)};
   }
@@ -230,6 +229,33 @@ class Builder {
 };
 
 }  // namespace
+
+const std::vector<EpilogueOp>& epilogue_ops() {
+  using K = EpilogueOpKind;
+  static const std::vector<EpilogueOp> ops{
+      {"aten.add.Tensor", "add", K::binary, "x + y (tensor or scalar; alpha scales y)"},
+      {"aten.add.Scalar", "add", K::binary, "x + c"},
+      {"aten.sub.Tensor", "sub", K::binary, "x - y (tensor or scalar; alpha scales y)"},
+      {"aten.sub.Scalar", "sub", K::binary, "x - c"},
+      {"aten.mul.Tensor", "mul", K::binary, "x * y (tensor or scalar)"},
+      {"aten.mul.Scalar", "mul", K::binary, "x * c"},
+      {"aten.div.Tensor", "div", K::binary, "x / y (tensor or scalar)"},
+      {"aten.div.Scalar", "div", K::binary, "x / c"},
+      {"aten.relu.default", "relu", K::unary, "F.relu"},
+      {"aten.leaky_relu.default", "leaky_relu", K::leaky_relu, "F.leaky_relu(x, slope)"},
+      {"aten.gelu.default", "gelu", K::gelu, "F.gelu (erf; approximate='tanh' -> gelu_tanh)"},
+      {"aten.silu.default", "silu", K::unary, "F.silu (Swish); x * sigmoid(x) is found as written"},
+      {"aten.sigmoid.default", "sigmoid", K::unary, "torch.sigmoid"},
+      {"aten.tanh.default", "tanh", K::unary, "torch.tanh"},
+      {"aten.mish.default", "mish", K::unary, "F.mish"},
+      {"aten.neg.default", "neg", K::unary, "-x"},
+      {"aten.erf.default", "erf", K::unary, "torch.erf"},
+      {"aten.hardtanh.default", "hardtanh", K::hardtanh, "F.hardtanh(x, lo, hi)"},
+      {"aten.clamp.default", "clamp", K::clamp, "torch.clamp with number bounds"},
+      {"aten.pow.Tensor_Scalar", "pow", K::pow, "x ** c"},
+  };
+  return ops;
+}
 
 EpilogueSearch find_epilogue(const graph::GraphIndex& g, const std::string& acc) {
   EpilogueSearch out;

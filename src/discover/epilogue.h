@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,21 @@
 #include "graph/graph.h"
 
 namespace fact::discover {
+
+/// How an epilogue op reads its arguments.
+enum class EpilogueOpKind { unary, binary, gelu, leaky_relu, hardtanh, clamp, pow };
+
+/// One ATen op an epilogue computes: the table the tail search dispatches on and
+/// `factc rules` lists.
+struct EpilogueOp {
+  std::string_view aten;     // "aten.relu.default"
+  std::string_view name;     // expression name: "relu"
+  EpilogueOpKind kind;
+  std::string_view meaning;  // the PyTorch it stands for
+};
+
+/// Every op an epilogue tail may contain, in listing order.
+const std::vector<EpilogueOp>& epilogue_ops();
 
 /// One fusable tail.
 struct Epilogue {
