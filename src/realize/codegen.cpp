@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "realize/embedded_templates.h"
+#include "realize/evt_codegen.h"
 
 namespace fact::realize {
 
@@ -48,6 +49,9 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const Layout a = f.stage_a ? Layout::Row : f.layout_a;
   const Layout b = f.stage_b ? Layout::Col : f.layout_b;
   const std::string staging = f.stage_a && f.stage_b ? "A and B" : f.stage_a ? "A" : f.stage_b ? "B" : "none";
+  const bool evt = !f.epilogue_tree.is_null();
+  const EvtSource fusion = evt ? render_evt(f.epilogue_tree, f.epilogue_broadcast) : plain_fusion();
+  const bool evt_vector = evt && f.epilogue_broadcast.is_object() && !f.epilogue_broadcast.empty();
   return substitute(embedded::kGemmSm90Template, {
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
@@ -67,6 +71,10 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"ALIGN_D", f.align1_d ? "1" : "16 / int(sizeof(ElementD))"},
       {"STREAM_K", c.scheduler == TileScheduler::StreamK ? "true" : "false"},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
+      {"EVT", evt ? "true" : "false"},
+      {"READS_BIAS", f.bias_n || evt_vector ? "true" : "false"},
+      {"FUSION_DECLS", fusion.declarations},
+      {"FUSION_ARGS", fusion.arguments},
       {"TRANSPOSE_PROBLEM", transpose ? "true" : "false"},
       {"TILE_M", std::to_string(c.tile_m)},
       {"TILE_N", std::to_string(c.tile_n)},
@@ -82,7 +90,7 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"TILE_SCHEDULER", c.scheduler == TileScheduler::Persistent
                              ? "cutlass::gemm::PersistentScheduler"
                              : "cutlass::gemm::StreamKScheduler"},
-      {"EPILOGUE", std::string(f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc") +
+      {"EPILOGUE", std::string(evt ? "a fused elementwise tail (EVT)" : f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc") +
                        (f.align1_d ? ", D stored without TMA (alignment 1)" : "")},
   });
 }

@@ -69,7 +69,9 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
   // CUTLASS takes 32-bit M, N, K; staging launches one block row per 32 rows of M and N
   // and one grid layer per batch (65535 at most: the template's check).
   constexpr int64_t kInt32Max = 2147483647;
-  const bool can_stage = (p.m + 31) / 32 <= 65535 && (p.n + 31) / 32 <= 65535 && p.l <= 65535;
+  const bool can_stage_a = (p.m + 31) / 32 <= 65535 && p.l <= 65535;
+  const bool can_stage_b = (p.n + 31) / 32 <= 65535 && p.l <= 65535;
+  const bool can_stage = can_stage_a && can_stage_b;
   if (p.m > kInt32Max || p.n > kInt32Max || p.k > kInt32Max) {
     why = "M, N or K beyond 32 bits";
     return {};
@@ -128,7 +130,7 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
     if ((a_must && !f.stage_a) || (b_must && !f.stage_b)) continue;
     if ((f.stage_a && !a_may) || (f.stage_b && !b_may)) continue;
     if ((f.stage_a || f.stage_b) && p.k % 4 != 0 && !(f.stage_a && f.stage_b)) continue;
-    if ((f.stage_a || f.stage_b) && !can_stage) continue;
+    if ((f.stage_a && !can_stage_a) || (f.stage_b && !can_stage_b)) continue;
     if (!tf32_direct_layouts(gemm_layout_a(f), gemm_layout_b(f))) continue;
     out.push_back(f);
   }
@@ -309,6 +311,13 @@ bool gemm_transposes_problem(const GemmFamilyKey& f) {
   return dtype_bytes(f.element) == 4 && gemm_layout_a(f) == Layout::Row && gemm_layout_b(f) == Layout::Row;
 }
 
+namespace {
+std::string epilogue_token(const GemmFamilyKey& f) {
+  if (!f.epilogue_tree.is_null()) return "evt" + sha256_hex(f.epilogue_tree.dump()).substr(0, 8);
+  return f.bias_n ? "lincomb-biasn" : "lincomb";
+}
+}  // namespace
+
 std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
   auto lay = [](Layout l) { return l == Layout::Row ? 'r' : 'c'; };
   const std::string stage = f.stage_a && f.stage_b ? "-stAB" : f.stage_a ? "-stA" : f.stage_b ? "-stB" : "";
@@ -316,7 +325,7 @@ std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
                      lay(f.layout_b), stage, c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n,
                      c.schedule == Schedule::Cooperative ? "coop" : "pingpong",
                      c.scheduler == TileScheduler::Persistent ? "persistent" : "streamk",
-                     f.bias_n ? "lincomb-biasn" : "lincomb", f.align1_d ? "-align1" : "");
+                     epilogue_token(f), f.align1_d ? "-align1" : "");
 }
 
 std::string kernel_symbol(const std::string& kernel_name) {

@@ -9,13 +9,16 @@
 // (MMA token: tf32, 3xtf32 (fp32-accurate, three tf32 products), bf16, f16; the caller's
 // layouts of A, B, D as r = row-major, c = column-major; operands staged K-major in the
 // workspace: -stA, -stB, -stAB; tile; cluster; schedule; scheduler; epilogue "lincomb" =
-// alpha*acc, "lincomb-biasn" = alpha*acc + bias[n], "-align1" = D written without TMA).
+// alpha*acc, "lincomb-biasn" = alpha*acc + bias[n], "evt<hash>" = a fused elementwise tail,
+// the first 8 hex digits of SHA-256 of its expression tree; "-align1" = D written without TMA).
 // A tuning candidate may add scheduler options chosen at run time, after a '+':
 //   <kernel>+splitk16, <kernel>+swz4, <kernel>+rasterN+swz2.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "realize/gemm_problem.h"
 
@@ -41,6 +44,9 @@ struct GemmFamilyKey {
   bool stage_a = false, stage_b = false;  // copied K-major into the workspace first
   int split = 1;                          // 3 for 3xTF32 (both operands staged)
   bool align1_d = false;                  // D's leading dimension is not 16-byte aligned
+  /// A fused elementwise tail (discovery's epilogue "tree" and input "broadcast"), or null:
+  /// the kernel's epilogue is then generated as an EVT (evt_codegen.h).
+  nlohmann::json epilogue_tree = nullptr, epilogue_broadcast = nullptr;
 
   bool operator==(const GemmFamilyKey&) const = default;
 };

@@ -1,11 +1,14 @@
 // One generated kernel per dtype (tf32 on fp32 inputs, bf16 with a bias epilogue, fp16),
 // plus a staged 3xTF32 stream-K kernel with the promoting mainloop and the no-TMA epilogue,
-// compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
+// and a fused elementwise tail generated as an Epilogue Visitor Tree (vector along N,
+// scalars, max/min, activations), compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
 // and exports the C ABI. Takes a few minutes on first run; later runs hit the cache under
 // the build directory. Set FACT_SKIP_NVCC_TESTS=1 to skip (e.g. without the toolkit).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 #include "common/file_io.h"
 #include "common/process.h"
@@ -22,11 +25,21 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   const GemmConfig coop{128, 128, 0, 1, 2, Schedule::Cooperative, TileScheduler::Persistent};
   struct Case { GemmFamilyKey family; int tile_k; TileScheduler scheduler; };
   const auto P = TileScheduler::Persistent;
+  // Tail (h) of docs/03-rules.md's examples: + a vector along N, Swish written out, tanh,
+  // GELU, hardtanh(-1, 1).
+  const auto tail = nlohmann::json::parse(R"({"op": "hardtanh", "args": [{"op": "gelu", "args": [
+      {"op": "tanh", "args": [{"op": "mul", "args": [{"op": "add", "args": [{"acc": true}, {"input": "c0"}]},
+      {"op": "sigmoid", "args": [{"op": "add", "args": [{"acc": true}, {"input": "c0"}]}]}]}]}]},
+      {"scalar": -1.0}, {"scalar": 1.0}]})");
+  GemmFamilyKey evt{"tf32", DType::F32, Layout::Row, Layout::Col, false};
+  evt.epilogue_tree = tail;
+  evt.epilogue_broadcast = {{"c0", "n"}};
   const std::vector<Case> cases{
       {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32, P},
       {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64, P},
       {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64, P},
       {{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true}, 32, TileScheduler::StreamK},
+      {evt, 32, P},
   };
   std::vector<BuildRequest> reqs;
   for (const auto& c : cases) {
