@@ -1,0 +1,91 @@
+// The float64 epilogue evaluator: each op against PyTorch's definition, and trees that
+// discovery captured from graphs evaluated end to end (hand-written NewGELU = gelu_tanh).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "common/error.h"
+#include "discover/plan.h"
+#include "graph/text.h"
+#include "realize/epilogue_program.h"
+
+using namespace fact::realize;
+using nlohmann::json;
+
+namespace {
+
+// The epilogue tree discovery finds after the mm of `tail` (graph text lines after %mm).
+json tree_of(const std::string& inputs, const std::string& tail, const std::string& out) {
+  const std::string text = "graph T {\n  input %x : f32[8,4]{4,1}\n  input %w : f32[4,4]{4,1}\n" + inputs +
+                           "  %mm : f32[8,4]{4,1} = aten.mm.default(%x, %w)\n" + tail + "  output (%" + out + ")\n}\n";
+  auto plan = fact::discover::make_plan(fact::graph::parse_text(text), fact::discover::builtin_rules(),
+                                        fact::Precision::tf32);
+  EXPECT_TRUE(plan.patterns.at(0).epilogue.has_value()) << plan.patterns.at(0).epilogue_stop;
+  return plan.patterns.at(0).epilogue->tree;
+}
+
+double eval(const json& tree, double acc, double c0 = 0) {
+  const double inputs[1] = {c0};
+  return eval_epilogue(compile_epilogue(tree), acc, inputs);
+}
+
+const std::string T = " : f32[8,4]{4,1} = ";
+
+}  // namespace
+
+TEST(EpilogueProgram, HandWrittenNewGeluEqualsTheTanhGelu) {
+  const json t = tree_of("",
+      "  %mul" + T + "aten.mul.Tensor(%mm, 0.5)\n  %pow" + T + "aten.pow.Tensor_Scalar(%mm, 3.0)\n"
+      "  %mul_1" + T + "aten.mul.Tensor(%pow, 0.044715)\n  %add" + T + "aten.add.Tensor(%mm, %mul_1)\n"
+      "  %mul_2" + T + "aten.mul.Tensor(%add, 0.7978845608028654)\n  %tanh" + T + "aten.tanh.default(%mul_2)\n"
+      "  %add_1" + T + "aten.add.Tensor(%tanh, 1.0)\n  %mul_3" + T + "aten.mul.Tensor(%mul, %add_1)\n", "mul_3");
+  const json gelu_tanh{{"op", "gelu_tanh"}, {"args", {{{"acc", true}}}}};
+  for (double x : {-3.0, -0.5, 0.0, 0.25, 1.0, 4.0}) EXPECT_NEAR(eval(t, x), eval(gelu_tanh, x), 1e-15) << x;
+  EXPECT_NEAR(eval(gelu_tanh, 1.0), 0.8411919906082768, 1e-15);  // torch: F.gelu(1., 'tanh')
+}
+
+TEST(EpilogueProgram, TailsAToIAsWritten) {
+  // (a) relu((x - 2) * 1.5)
+  const json a = tree_of("", "  %sub" + T + "aten.sub.Tensor(%mm, 2.0)\n  %m" + T + "aten.mul.Tensor(%sub, 1.5)\n"
+                             "  %r" + T + "aten.relu.default(%m)\n", "r");
+  EXPECT_DOUBLE_EQ(eval(a, 5.0), 4.5);
+  EXPECT_DOUBLE_EQ(eval(a, 1.0), 0.0);
+  // (d) relu(x + b) with a vector input
+  const json d = tree_of("  input %b : f32[4]{1}\n", "  %add" + T + "aten.add.Tensor(%mm, %b)\n"
+                         "  %r" + T + "aten.relu.default(%add)\n", "r");
+  EXPECT_DOUBLE_EQ(eval(d, 1.0, -3.0), 0.0);
+  EXPECT_DOUBLE_EQ(eval(d, 1.0, 0.5), 1.5);
+  // (e) gelu(x / 10), erf form: torch F.gelu(0.5) = 0.34573123063700656
+  const json e = tree_of("", "  %d" + T + "aten.div.Tensor(%mm, 10.0)\n  %g" + T + "aten.gelu.default(%d)\n", "g");
+  EXPECT_NEAR(eval(e, 5.0), 0.34573123063700656, 1e-15);
+  // (f) gelu(hardtanh(0.5 x, -2, 2))
+  const json f = tree_of("", "  %m" + T + "aten.mul.Tensor(%mm, 0.5)\n  %h" + T + "aten.hardtanh.default(%m, -2.0, 2.0)\n"
+                             "  %g" + T + "aten.gelu.default(%h)\n", "g");
+  EXPECT_NEAR(eval(f, 100.0), 2.0 * 0.5 * (1.0 + std::erf(2.0 / std::sqrt(2.0))), 1e-15);
+  // (b) leaky_relu(2x, 0.1)
+  const json b = tree_of("", "  %m" + T + "aten.mul.Tensor(%mm, 2.0)\n  %l" + T + "aten.leaky_relu.default(%m, 0.1)\n", "l");
+  EXPECT_DOUBLE_EQ(eval(b, -1.0), -0.2);
+  // (i) sigmoid(x) * 2 + x
+  const json i = tree_of("", "  %s" + T + "aten.sigmoid.default(%mm)\n  %m" + T + "aten.mul.Tensor(%s, 2.0)\n"
+                             "  %a" + T + "aten.add.Tensor(%m, %mm)\n", "a");
+  EXPECT_NEAR(eval(i, 0.0), 1.0, 1e-15);
+  EXPECT_NEAR(eval(i, 2.0), 2.0 / (1.0 + std::exp(-2.0)) + 2.0, 1e-15);
+}
+
+TEST(EpilogueProgram, NanPropagatesThroughClampAndRelu) {
+  const json clamp{{"op", "clamp"}, {"args", {{{"acc", true}}, {{"scalar", -1.0}}, {{"scalar", 1.0}}}}};
+  const json relu{{"op", "relu"}, {"args", {{{"acc", true}}}}};
+  EXPECT_TRUE(std::isnan(eval(clamp, NAN)));
+  EXPECT_TRUE(std::isnan(eval(relu, NAN)));
+  EXPECT_DOUBLE_EQ(eval(clamp, 7.0), 1.0);
+  const json mish{{"op", "mish"}, {"args", {{{"acc", true}}}}};
+  EXPECT_NEAR(eval(mish, 1.0), 0.8650983882673103, 1e-15);  // torch: F.mish(1.)
+}
+
+TEST(EpilogueProgram, MalformedTreesAreNamed) {
+  EXPECT_THROW(compile_epilogue(json{{"op", "cosh"}, {"args", {{{"acc", true}}}}}), fact::Error);
+  EXPECT_THROW(compile_epilogue(json{{"input", "x7"}}), fact::Error);
+  json deep{{"acc", true}};
+  for (int k = 0; k < 40; ++k) deep = json{{"op", "add"}, {"args", {{{"scalar", 1.0}}, deep}}};
+  EXPECT_THROW(compile_epilogue(deep), fact::Error);  // > 64 steps
+}
