@@ -29,6 +29,18 @@ import time
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
+def realization_summary(realized: dict) -> dict:
+    """What a realized.json says realization did: patterns, how many the registry answered,
+    and how many distinct CUTLASS kernels were compiled in that run (not cache hits)."""
+    pats = realized.get("patterns", [])
+    return {"patterns": len(pats),
+            "registry_hits": sum(1 for p in pats
+                                 if str(p.get("registry", "")).startswith("hit")),
+            "kernels_compiled": len({c["kernel"].split("+")[0] for p in pats
+                                     for c in p.get("candidates", [])
+                                     if c.get("impl") == "cutlass" and c.get("cached") is False})}
+
+
 def _realize(factc: str, run_dir: str, out_json: str, budget: int) -> dict:
     with open(os.path.join(run_dir, "plan.json"), encoding="utf-8") as f:
         policy = json.load(f)["precision"]
@@ -46,13 +58,8 @@ def _realize(factc: str, run_dir: str, out_json: str, budget: int) -> dict:
         return row
     with open(out_json, encoding="utf-8") as f:
         r = json.load(f)
-    pats = r.get("patterns", [])
-    row["patterns"] = len(pats)
-    row["registry_hits"] = sum(1 for p in pats if str(p.get("registry", "")).startswith("hit"))
-    row["kernels_compiled"] = len({c["kernel"].split("+")[0] for p in pats
-                                   for c in p.get("candidates", [])
-                                   if c.get("impl") == "cutlass" and c.get("cached") is False})
-    row["winners"] = [p.get("winner") for p in pats]
+    row.update(realization_summary(r))
+    row["winners"] = [p.get("winner") for p in r.get("patterns", [])]
     return row
 
 

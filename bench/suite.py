@@ -29,6 +29,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.join(REPO, "python"))
 
 from fact.report import bench_document, write_bench  # noqa: E402
+from realize_plans import realization_summary  # noqa: E402  (bench/, the script's folder)
 
 # Suite -> [(example file relative to examples/, policy)]. The skeleton's fp32 models run
 # at tf32 (what torch's "high" gives them) and its bf16 model at bf16 (its own dtype,
@@ -80,14 +81,9 @@ def _realization(work_dir: str) -> dict:
         return {}
     with open(path, encoding="utf-8") as f:
         r = json.load(f)
-    pats = r.get("patterns", [])
-    compiled = {c["kernel"].split("+")[0] for p in pats for c in p.get("candidates", [])
-                if c.get("impl") == "cutlass" and c.get("cached") is False}
-    tune_s = sum(p.get("tune_s", 0.0) for p in pats)
+    tune_s = sum(p.get("tune_s", 0.0) for p in r.get("patterns", []))
     return {"realize_s": round(r.get("build_wall_s", 0.0) + tune_s, 2),
-            "kernels_compiled": len(compiled),
-            "registry_hits": sum(1 for p in pats if str(p.get("registry", "")).startswith("hit")),
-            "patterns": len(pats)}
+            **realization_summary(r)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,7 +57,7 @@ struct NotFusable {
 // The tail under construction.
 class Builder {
  public:
-  Builder(const graph::GraphIndex& g, const std::string& acc) : g_(g), acc_(acc), acc_type_(g.type(acc)) {
+  Builder(const graph::GraphIndex& g, const std::string& acc) : g_(g), acc_type_(g.type(acc)) {
     exprs_[acc] = {"acc", {{"acc", true}}};
   }
 
@@ -219,7 +219,6 @@ class Builder {
   }
 
   const graph::GraphIndex& g_;
-  std::string acc_;
   const graph::TensorType& acc_type_;
   std::map<std::string, Expr> exprs_;                          // value -> expression
   std::map<std::string, std::string> external_;                // value -> broadcast kind

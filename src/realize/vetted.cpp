@@ -98,16 +98,6 @@ std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& ex
   return best;
 }
 
-void seed_space(std::vector<GemmConfig>& space, const GemmConfig& config) {
-  for (auto it = space.begin(); it != space.end(); ++it) {
-    if (same_config(*it, config)) {
-      space.erase(it);
-      break;
-    }
-  }
-  space.insert(space.begin(), config);
-}
-
 void seed_choices(std::vector<GemmKernelChoice>& choices, const GemmFamilyKey& family, const GemmConfig& config) {
   GemmKernelChoice seed{family, config, 0.0};
   for (auto it = choices.begin(); it != choices.end(); ++it) {

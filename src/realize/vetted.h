@@ -32,10 +32,8 @@ const std::vector<VettedExample>& shipped_vetted();
 std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& examples,
                                             const GemmFamilyKey& family, const GemmProblem& p);
 
-/// Moves `config` to the front of `space` (inserting it when absent): the seed of the search.
-void seed_space(std::vector<GemmConfig>& space, const GemmConfig& config);
-
-/// The same over kernel choices of several families: (`family`, `config`) goes first.
+/// Moves (`family`, `config`) to the front of `choices` (inserting it when absent): the
+/// seed of the search.
 void seed_choices(std::vector<GemmKernelChoice>& choices, const GemmFamilyKey& family, const GemmConfig& config);
 
 }  // namespace fact::realize

@@ -44,12 +44,12 @@ TEST(Vetted, NearestShapeOfTheSameFamilyWins) {
 
 TEST(Vetted, SeedLeadsTheSpaceWithoutDuplicates) {
   auto p = problem(4096, 4096, 4096);
-  auto space = gemm_tuning_space(kTf32RowRow, p, 132, 0);
+  auto space = gemm_kernel_choices({kTf32RowRow}, p, 132, 0);
   const size_t before = space.size();
-  const GemmConfig seed = space.back();
-  seed_space(space, seed);
+  const GemmConfig seed = space.back().config;
+  seed_choices(space, kTf32RowRow, seed);
   EXPECT_EQ(space.size(), before);
-  EXPECT_EQ(gemm_kernel_name(kTf32RowRow, space.front()), gemm_kernel_name(kTf32RowRow, seed));
+  EXPECT_EQ(gemm_kernel_name(kTf32RowRow, space.front().config), gemm_kernel_name(kTf32RowRow, seed));
 }
 
 TEST(Vetted, StagedAndThreeXTf32FamiliesMatchOnlyTheirOwn) {
