@@ -1,10 +1,12 @@
 """Benchmark a suite of example problems with ``fact optimize`` and merge the results.
 
-Suites: ``skeleton`` (the four examples of examples/, each under its own policy) and
+Suites: ``skeleton`` (the four examples of examples/, each under its own policy),
 ``gemm`` (examples/kernelbench_l1/: the GEMM problems of KernelBench level 1, each at
-``tf32`` and at ``fp32``). Each (problem, policy) runs in its own process
-(``python -m fact.cli optimize ...``), so one problem's memory and compiled state cannot
-affect the next. The rows are merged into one docs/07-bench-format.md file (default
+``tf32`` and at ``fp32``) and ``epilogue`` (examples/epilogue/: a GEMM followed by an
+elementwise tail that FACT fuses into the kernel's epilogue, at ``tf32``, always timed
+side by side with ``torch.compile``: ``--inductor`` is implied). Each (problem, policy)
+runs in its own process (``python -m fact.cli optimize ...``), so one problem's memory and
+compiled state cannot affect the next. The rows are merged into one docs/07-bench-format.md file (default
 ``bench/results/<suite>-h200.json``) with its markdown table beside it (``.md``).
 
 Usage::
@@ -37,11 +39,20 @@ from realize_plans import realization_summary  # noqa: E402  (bench/, the script
 _L1_GEMMS = ["L1-1_square", "L1-2_standard", "L1-3_batched", "L1-4_matvec", "L1-6_large_k",
              "L1-7_small_k", "L1-8_irregular", "L1-9_tall_skinny", "L1-10_3d_tensor_matrix",
              "L1-16_transposed_a", "L1-17_transposed_b", "L1-18_transposed_both"]
+# GEMM + elementwise tail (fused epilogue): nn.Linear(8192, 8192) on 1024 rows with tails
+# (a)-(i), a wide Linear(32768, 32768) on 128 rows, and minGPT's MLP.
+_EPILOGUE = ["a_sub_mul_relu", "b_mul_leaky_relu", "c_relu_div", "d_add_bias_relu",
+             "e_div_gelu", "f_mul_hardtanh_gelu", "g_swish_div_clamp_tanh_clamp",
+             "h_add_swish_tanh_gelu_hardtanh", "i_sigmoid_times_2_plus_x", "wide_swish_mul",
+             "mingpt_mlp"]
 SUITES: dict[str, list[tuple[str, str]]] = {
     "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
                  ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],
     "gemm": [(f"kernelbench_l1/{n}", pol) for pol in ("tf32", "fp32") for n in _L1_GEMMS],
+    "epilogue": [(f"epilogue/{n}", "tf32") for n in _EPILOGUE],
 }
+# Suites whose claim is against torch.compile (default mode): they always time it.
+INDUCTOR_SUITES = {"epilogue"}
 
 
 def _name(example: str) -> str:
@@ -97,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--tune-budget", type=int, default=0,
                         help="CUTLASS kernels built per pattern (0: the whole space)")
-    parser.add_argument("--inductor", action="store_true")
+    parser.add_argument("--inductor", action="store_true",
+                        help="also time torch.compile (implied for: "
+                        + ", ".join(sorted(INDUCTOR_SUITES)) + ")")
     parser.add_argument("--work", default=os.path.join(REPO, "out", "suite"),
                         help="working directories of the runs")
     parser.add_argument("--timeout", type=int, default=420,
                         help="seconds one problem may take (compile, tune, verify, time)")
     parser.add_argument("--only", nargs="+", default=None, help="problem names to run")
     args = parser.parse_args(argv)
+    args.inductor = args.inductor or args.suite in INDUCTOR_SUITES
     runs = [(ex, pol) for ex, pol in SUITES[args.suite]
             if (args.only is None or _name(ex) in args.only)
             and (args.precision is None or pol == args.precision)]

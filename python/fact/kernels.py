@@ -6,7 +6,8 @@ Each kernel in ``libfact_kernels.so`` exports ``<symbol>_can_implement``,
 whose schema is ``(Tensor[] inputs, int handle) -> Tensor``: ``inputs`` are the pattern's
 external tensor values (in :attr:`KernelBinding.input_names` order) and ``handle`` selects
 the :class:`KernelBinding` (so two artifacts that both have a pattern ``p0`` coexist in one
-process).
+process). A pattern whose kernel also computes the elementwise tail after the GEMM
+(manifest ``"fused": true``) passes the tail's external inputs ``c0``.. in ``epi``.
 """
 
 from __future__ import annotations
@@ -20,15 +21,24 @@ import torch
 from fact.export import DTYPE_NAMES
 
 __all__ = ["FactGemmArgs", "KernelLibrary", "KernelBinding", "register_binding",
-           "fact_op", "DTYPE_BY_NAME"]
+           "fact_op", "epilogue_slots", "error_text", "DTYPE_BY_NAME", "MAX_EPILOGUE_INPUTS",
+           "FACT_ERR_EPILOGUE_INPUT"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
+
+#: External inputs a fused tail may read (``epi[4]`` of ``FactGemmArgs``).
+MAX_EPILOGUE_INPUTS = 4
+#: Return code of a fused kernel called with a NULL ``epi[i]`` it reads.
+FACT_ERR_EPILOGUE_INPUT = 5
 
 
 class FactGemmArgs(ctypes.Structure):
     """``FactGemmArgs`` of ``src/realize/kernel_abi.h`` (sizes and strides in elements).
 
     D = alpha·(A·B) + beta·bias; pointers are device pointers, ``bias`` may be NULL.
+    ``epi[i]`` is the external input ``c{i}`` of a fused elementwise tail (NULL when unused);
+    ``epi_ld[i]`` / ``epi_batch_stride[i]`` are its row and batch strides when it has D's
+    shape (broadcast ``"mn"``), 0 for vectors along N or M.
     """
 
     _fields_ = [
@@ -41,6 +51,9 @@ class FactGemmArgs(ctypes.Structure):
         ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
         ("splits", ctypes.c_int32), ("raster", ctypes.c_int32), ("swizzle", ctypes.c_int32),
         ("reserved", ctypes.c_int32),
+        ("epi", ctypes.c_void_p * MAX_EPILOGUE_INPUTS),
+        ("epi_ld", ctypes.c_int64 * MAX_EPILOGUE_INPUTS),
+        ("epi_batch_stride", ctypes.c_int64 * MAX_EPILOGUE_INPUTS),
     ]
 
 
@@ -87,6 +100,55 @@ class KernelFunctions:
         return self._name().decode()
 
 
+# What the FACT_ERR_* return codes of kernel_abi.h mean, for error messages.
+_ERROR_TEXT = {
+    1: "FACT_ERR_BIAS_MISMATCH: bias given to a kernel without bias, or missing",
+    2: "FACT_ERR_BETA: this kernel adds the bias with beta == 1 only",
+    3: "FACT_ERR_WORKSPACE: workspace smaller than _workspace_bytes",
+    4: "FACT_ERR_SCHEDULER: splits/raster/swizzle out of range",
+    FACT_ERR_EPILOGUE_INPUT: "FACT_ERR_EPILOGUE_INPUT: an input the fused tail reads is NULL",
+}
+
+
+def error_text(code: int) -> str:
+    """A readable meaning of a kernel's nonzero return ``code`` ("" when unknown)."""
+    if code in _ERROR_TEXT:
+        return _ERROR_TEXT[code]
+    if code >= 10000:
+        return f"CUDA error {code - 10000}"
+    if code >= 100:
+        return f"cutlass::Status {code - 100}"
+    return ""
+
+
+def epilogue_slots(epilogue: dict, input_names: Sequence[str]) -> list[tuple[int, int, str]]:
+    """Where each external input of a fused tail goes in ``FactGemmArgs``.
+
+    Args:
+        epilogue: the manifest pattern's ``epilogue`` (``inputs``: ``cN`` -> graph value,
+            ``broadcast``: ``cN`` -> ``"n"``, ``"m"``, ``"mn"`` or ``"scalar"``).
+        input_names: the binding's input names (every ``inputs`` value must be one).
+
+    Returns:
+        ``(N, index into input_names, broadcast kind)`` per input, ordered by ``N``.
+
+    Raises:
+        ValueError: a name is not ``c0`` .. ``c3``, or a value is not among ``input_names``.
+    """
+    slots = []
+    broadcast = epilogue.get("broadcast") or {}
+    for cname, value in (epilogue.get("inputs") or {}).items():
+        if not (cname[:1] == "c" and cname[1:].isdigit()
+                and int(cname[1:]) < MAX_EPILOGUE_INPUTS):
+            raise ValueError(f"epilogue input {cname!r}: the ABI passes c0..c"
+                             f"{MAX_EPILOGUE_INPUTS - 1}")
+        if value not in input_names:
+            raise ValueError(f"epilogue input {cname} = {value} is not an input of the pattern")
+        slots.append((int(cname[1:]), list(input_names).index(value),
+                      str(broadcast.get(cname, ""))))
+    return sorted(slots)
+
+
 class KernelBinding:
     """One cutlass pattern of a loaded artifact, ready to call.
 
@@ -100,6 +162,8 @@ class KernelBinding:
             host-memory library and ``"cpu"``).
         fallbacks: how many calls ran ``fallback`` instead of the kernel.
         last_fallback_reason: why the latest fallback happened.
+        epilogue: the manifest's ``epilogue`` when the kernel computes the elementwise
+            tail too (``"fused": true``), else ``None``.
     """
 
     def __init__(self, pattern: dict, functions: KernelFunctions | None,
@@ -116,6 +180,9 @@ class KernelBinding:
         self.fallbacks = 0
         self.last_fallback_reason = ""
         self.kernel_name = pattern.get("kernel", pattern["id"])
+        self.epilogue = pattern.get("epilogue") if pattern.get("fused") else None
+        self._epi_slots = (epilogue_slots(self.epilogue, self.input_names)
+                           if self.epilogue else [])
         # The last arguments can_implement accepted, with their workspace size: both are
         # functions of the arguments alone, so a repeated call (same pointers under the
         # caching allocator) skips the two ABI calls.
@@ -150,13 +217,19 @@ class KernelBinding:
         return inputs[self.input_names.index(name)]
 
     def gemm_args(self, inputs: Sequence[torch.Tensor], d: torch.Tensor) -> FactGemmArgs:
-        """``FactGemmArgs`` for a call on ``inputs`` writing ``d`` (per the manifest problem)."""
+        """``FactGemmArgs`` for a call on ``inputs`` writing ``d`` (per the manifest problem).
+
+        For a fused tail, ``epi[N]`` points at the tensor bound to ``cN``; an input of D's
+        shape (``"mn"``) also gets its row stride (``epi_ld``) and, when the problem is
+        batched (``l > 1``), its batch stride; vectors along N or M and one-element inputs
+        leave both 0.
+        """
         p = self.pattern["problem"]
         a, b, bias = (self._operand(inputs, r) for r in ("a", "b", "bias"))
         assert a is not None and b is not None
         beta_default = 1.0 if bias is not None else 0.0
         rt = self.pattern.get("runtime") or {}
-        return FactGemmArgs(
+        args = FactGemmArgs(
             m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), l=int(p.get("l", 1)),
             a=a.data_ptr(), lda=int(p["lda"]), batch_stride_a=int(p.get("batch_stride_a", 0)),
             b=b.data_ptr(), ldb=int(p["ldb"]), batch_stride_b=int(p.get("batch_stride_b", 0)),
@@ -165,6 +238,14 @@ class KernelBinding:
             alpha=float(p.get("alpha", 1.0)), beta=float(p.get("beta", beta_default)),
             splits=int(rt.get("splits", 0)), raster=int(rt.get("raster", 0)),
             swizzle=int(rt.get("swizzle", 0)))
+        batched = int(p.get("l", 1)) > 1
+        for i, index, kind in self._epi_slots:
+            t = inputs[index]
+            args.epi[i] = t.data_ptr()
+            if kind == "mn":  # D's shape: rows epi_ld apart, batches epi_batch_stride apart
+                args.epi_ld[i] = t.stride(-2) if t.dim() >= 2 else 0
+                args.epi_batch_stride[i] = t.stride(-3) if batched and t.dim() >= 3 else 0
+        return args
 
     # ------------------------------------------------------------------- call
     def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -199,8 +280,10 @@ class KernelBinding:
                                ws.data_ptr() if ws is not None else None,
                                ws_bytes, ctypes.c_void_p(stream))
                 if code != 0:
+                    meaning = error_text(code)
                     raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
-                                       f"{self.pattern['id']}) failed with code {code}")
+                                       f"{self.pattern['id']}) failed with code {code}"
+                                       + (f" ({meaning})" if meaning else ""))
                 return d
         self.fallbacks += 1
         self.last_fallback_reason = reason

@@ -8,7 +8,9 @@ The order, and why:
    pipeline stops here too and says so (:class:`GpuRequired`).
 4. ``factc compose``: ``artifact/`` (needs verified winners from step 3).
 5. load the artifact as a module (Python runtime), with the model's parameters.
-6. verify the whole module against float64 *before* timing anything (docs/07-bench-format.md).
+6. verify the whole module against float64 *before* timing anything (docs/07-bench-format.md),
+   on the user's inputs and, when their reference cannot tell right from wrong (e.g. a ReLU
+   that zeroes every element), on drawn inputs too (:func:`verify`).
 7. time eager fp32, eager under the policy, FACT (and torch.compile) alternating.
 """
 
@@ -29,7 +31,18 @@ from fact.precision import (Check, check_output, eager_precision, fact_precision
                             resolve_policy, tolerance)
 from fact.runtime import FactModule, load, save_params
 
-__all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark"]
+__all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark",
+           "uninformative_reason", "draw_inputs", "UNINFORMATIVE_FRACTION", "DRAW_SCALES",
+           "DRAW_SEED"]
+
+#: A reference output is uninformative when fewer than this fraction of its elements differ
+#: from its most common value (:func:`uninformative_reason`).
+UNINFORMATIVE_FRACTION = 0.01
+#: Scales of the standard-normal inputs :func:`verify` draws, tried in this order.
+DRAW_SCALES = (1.0, 10.0, 100.0)
+#: Seed of those draws (input ``i`` uses ``DRAW_SEED + i``; every scale the same draw).
+DRAW_SEED = 20251129
+OWN_INPUTS = "own inputs"
 
 
 class GpuRequired(RuntimeError):
@@ -95,19 +108,75 @@ def _compiled_count(realized: dict, cached_only: bool = False) -> int:
                and (not cached_only or c.get("cached")))
 
 
-def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
-           policy: str) -> dict[str, Check]:
-    """Check the FACT module against float64 (and eager) under ``policy``.
+def _tensors(x: Any) -> list[torch.Tensor]:
+    """The tensors of a (nested) output structure, in order (as check_output counts them)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
 
-    The FACT limit is the policy's (:func:`fact.precision.tolerance`), or twice eager's own
-    error under the same policy when that is larger (what the vendor library reaches on the
-    same data, docs/00-design.md §4).
 
-    Returns:
-        ``{"fact": ..., "eager": ..., "fact_vs_eager": ...}``; ``fact.ok`` is the verdict.
+def uninformative_reason(ref: Any) -> str:
+    """Why a float64 reference cannot tell a right output from a wrong one ("" when it can).
+
+    The rule: a floating output of more than one element is *uninformative* when fewer than
+    :data:`UNINFORMATIVE_FRACTION` (1 %) of its elements differ from its most common value:
+    all zeros, one constant, or a ReLU/clamp saturated almost everywhere. A kernel that
+    writes that value everywhere (or garbage only where the few others are) would pass a
+    relative-error check on it. The reference is uninformative when any of its outputs is.
+    Single-element outputs and integer outputs (compared exactly) are not judged.
     """
-    device_type = _device_type(inputs, model)
-    ref = float64_reference(model, inputs)
+    for i, r in enumerate(_tensors(ref)):
+        n = r.numel()
+        if not r.is_floating_point() or n <= 1:
+            continue
+        flat = r.detach().reshape(-1)
+        if bool((flat == flat[0]).all()):
+            return f"output {i}: all {n} elements equal {flat[0].item():g}"
+        values, counts = torch.unique(flat, return_counts=True)
+        top = int(counts.argmax())
+        differ = n - int(counts[top])
+        if differ < UNINFORMATIVE_FRACTION * n:
+            return (f"output {i}: only {differ} of {n} elements ({differ / n:.3%}) differ "
+                    f"from {values[top].item():g}")
+    return ""
+
+
+def draw_inputs(inputs: Sequence[Any], scale: float, seed: int = DRAW_SEED) -> list[Any]:
+    """``inputs`` with every floating tensor redrawn as ``scale · torch.randn``.
+
+    Each drawn tensor keeps its input's shape, dtype, device and strides (so a FACT module
+    still finds the layouts its kernels were planned for); input ``i`` is drawn from a
+    generator seeded ``seed + i``, so every scale scales the same draw. Other inputs are
+    passed through.
+    """
+    out: list[Any] = []
+    for i, x in enumerate(inputs):
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
+            out.append(x)
+            continue
+        gen = torch.Generator(device=x.device).manual_seed(seed + i)
+        fresh = torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=gen) * scale
+        y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+        try:
+            y.copy_(fresh)
+        except RuntimeError:  # overlapping strides (an expanded input): keep it dense
+            y = fresh
+        out.append(y)
+    return out
+
+
+def _fallbacks(module: torch.nn.Module) -> int | None:
+    counts = getattr(module, "fallback_counts", None)
+    return sum(counts().values()) if callable(counts) else None
+
+
+def _check_on(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
+              ref: Any, policy: str, device_type: str) -> dict[str, Check]:
+    """FACT and eager under ``policy`` on ``inputs`` against their float64 ``ref``."""
     with torch.no_grad():
         with fact_precision(policy):
             out = fact_module(*inputs)
@@ -121,6 +190,91 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
     fact = check_output(out, ref, policy, limit=limit)
     vs_eager = check_output(out, eager_out, policy, limit=float("inf"))
     return {"fact": fact, "eager": eager, "fact_vs_eager": vs_eager}
+
+
+def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
+           policy: str) -> dict[str, Any]:
+    """Check the FACT module against float64 (and eager) under ``policy``.
+
+    The FACT limit is the policy's (:func:`fact.precision.tolerance`), or twice eager's own
+    error under the same policy when that is larger (what the vendor library reaches on the
+    same data, docs/00-design.md §4).
+
+    The check runs on ``inputs`` first. When their float64 reference is uninformative
+    (:func:`uninformative_reason`: e.g. Linear, ``x - 2``, ReLU on ``torch.rand`` inputs
+    is all zeros, which a kernel writing zeros would match), it runs again on drawn inputs
+    (:func:`draw_inputs`: ``randn`` at the scales :data:`DRAW_SCALES`), stopping at the
+    first draw whose reference is informative. Drawn inputs whose reference is
+    uninformative too are recorded but not checked.
+
+    Verdict (``fact.ok``): on informative own inputs, exactly the check on them. Otherwise
+    the check on own inputs must pass *and* FACT must pass on the informative draw; when no
+    draw is informative, verification fails and says so.
+
+    Returns:
+        ``{"fact": Check, "eager": Check, "fact_vs_eager": Check, "draws": [...]}``.
+        ``fact``, ``eager`` and ``fact_vs_eager`` are the checks on the deciding inputs (own
+        inputs when informative, else the informative draw; ``fact.ok`` is the verdict).
+        ``draws`` lists each set of inputs tried, in order: ``name`` ("own inputs",
+        "randn x10", ...), ``scale`` and ``seed`` (``None`` for own inputs),
+        ``informative``, ``reason`` (why not), and, where FACT ran, ``fact`` and ``eager``
+        (the checks as dicts) and ``fallbacks`` (kernel calls that fell back to ATen).
+    """
+    device_type = _device_type(inputs, model)
+    draws: list[dict[str, Any]] = []
+
+    def record(name: str, scale: float | None, why: str,
+               checks: dict[str, Check] | None, fallbacks: int | None) -> None:
+        entry: dict[str, Any] = {"name": name, "scale": scale,
+                                 "seed": None if scale is None else DRAW_SEED,
+                                 "informative": not why, "reason": why}
+        if checks is not None:
+            entry["fact"] = dataclasses.asdict(checks["fact"])
+            entry["eager"] = dataclasses.asdict(checks["eager"])
+            entry["fallbacks"] = fallbacks
+        draws.append(entry)
+
+    def run(draw_inputs_: Sequence[Any], ref: Any) -> tuple[dict[str, Check], int | None]:
+        before = _fallbacks(fact_module)
+        checks = _check_on(fact_module, model, draw_inputs_, ref, policy, device_type)
+        after = _fallbacks(fact_module)
+        return checks, (after - before if before is not None and after is not None else None)
+
+    ref = float64_reference(model, inputs)
+    own_why = uninformative_reason(ref)
+    own, fallbacks = run(inputs, ref)
+    del ref
+    record(OWN_INPUTS, None, own_why, own, fallbacks)
+    if not own_why:
+        return {**own, "draws": draws}
+
+    for scale in DRAW_SCALES:
+        name = f"randn x{scale:g}"
+        drawn = draw_inputs(inputs, scale)
+        ref = float64_reference(model, drawn)
+        why = uninformative_reason(ref)
+        if why:
+            record(name, scale, why, None, None)
+            continue
+        checks, fallbacks = run(drawn, ref)
+        record(name, scale, "", checks, fallbacks)
+        fact = checks["fact"]
+        reasons = []
+        if not own["fact"].ok:
+            reasons.append(f"{OWN_INPUTS}: {own['fact'].reason}")
+        if not fact.ok:
+            reasons.append(f"{name}: {fact.reason}")
+        verdict = dataclasses.replace(fact, ok=not reasons, reason="; ".join(reasons))
+        return {**checks, "fact": verdict, "draws": draws}
+
+    whys = "; ".join(f"{d['name']}: {d['reason']}" for d in draws)
+    reason = (f"the float64 reference cannot tell right from wrong on any input tried "
+              f"(fewer than {UNINFORMATIVE_FRACTION:.0%} of an output's elements differ from "
+              f"its most common value): {whys}")
+    if not own["fact"].ok:
+        reason = f"{OWN_INPUTS}: {own['fact'].reason}; {reason}"
+    return {**own, "fact": dataclasses.replace(own["fact"], ok=False, reason=reason),
+            "draws": draws}
 
 
 def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
@@ -242,11 +396,15 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         # Eager's own error under the same policy (cuBLAS for a GEMM): the bar FACT's meets.
         "eager_max_rel_err": checks["eager"].max_rel_err,
         "verified": checks["fact"].ok,
+        # The inputs whose float64 reference could tell right from wrong, FACT checked on.
+        "verified_on": [d["name"] for d in checks["draws"]
+                        if d["informative"] and "fact" in d],
         "compile_tune_s": round(compile_s, 2),
         "kernels": _kernels(module),
         "fallbacks": sum(module.fallback_counts().values()),
     }
     module.report = {"row": row, "realized": realized, "artifact": artifact,
-                     "checks": {k: dataclasses.asdict(v) for k, v in checks.items()},
+                     "checks": {k: (dataclasses.asdict(v) if isinstance(v, Check) else v)
+                                for k, v in checks.items()},
                      "timings": {k: dataclasses.asdict(t) for k, t in timings.items()}}
     return module

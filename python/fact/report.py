@@ -97,20 +97,32 @@ def _err(x: Any) -> str:
     return f"{x:.1e}" if isinstance(x, (int, float)) else "—"
 
 
-def _cells(row: dict) -> list[str]:
+_OWN_INPUTS = "own inputs"  # the name fact.optimize.verify gives the problem's own inputs
+
+
+def _has_inductor(rows: Iterable[dict]) -> bool:
+    return any("inductor" in r.get("baselines_ms", {}) for r in rows)
+
+
+def _cells(row: dict, inductor: bool = False) -> list[str]:
     s = speedup(row)
     kernels = ", ".join(k for k in row.get("kernels", []) if k) or "—"
     verified = "" if row.get("verified") else " (not verified)"
     base = row.get("baselines_ms", {})
     base_err = row.get("eager_max_rel_err", row.get("cublas_max_rel_err"))
-    return [row.get("problem", "?"), row.get("policy", "?"),
-            _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas")),
-            _ms(row.get("fact_ms")) + verified,
-            f"{s:.2f}x" if s is not None else "—",
-            _err(row.get("max_rel_err")), _err(base_err),
-            f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
-                                                         (int, float)) else "—",
-            kernels, row.get("level", "module (fact optimize)")]
+    cells = [row.get("problem", "?"), row.get("policy", "?"),
+             _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas"))]
+    if inductor:
+        cells.append(_ms(base.get("inductor")))
+    cells += [_ms(row.get("fact_ms")) + verified, f"{s:.2f}x" if s is not None else "—"]
+    if inductor:
+        si = speedup(row, "inductor")
+        cells.append(f"{si:.2f}x" if si is not None else "—")
+    return cells + [
+        _err(row.get("max_rel_err")), _err(base_err),
+        f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
+                                                     (int, float)) else "—",
+        kernels, row.get("level", "module (fact optimize)")]
 
 
 _HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "cuBLAS ms",
@@ -118,13 +130,28 @@ _HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "cuBLAS
            "baseline max rel err", "compile+tune s", "kernel", "measured at"]
 
 
+def _header(inductor: bool) -> list[str]:
+    """The table's columns; with ``inductor``, torch.compile's time after cuBLAS's and FACT's
+    speedup over it after the eager speedup (only documents that measured it have them)."""
+    if not inductor:
+        return list(_HEADER)
+    h = list(_HEADER)
+    h.insert(h.index("cuBLAS ms") + 1, "torch.compile ms")
+    h.insert(h.index("speedup (vs eager, else cuBLAS)") + 1, "speedup vs torch.compile")
+    return h
+
+
 def render_markdown(doc: dict, source: str | None = None) -> str:
     """A markdown table of a bench document, with the machine in every row's last columns.
 
-    ``source`` names the JSON file the table is rendered from.
+    ``source`` names the JSON file the table is rendered from. When any row was measured
+    against ``torch.compile`` (``baselines_ms.inductor``), the table has its time and FACT's
+    speedup over it as columns (default mode, same policy).
     """
     m = doc.get("machine", {})
-    header = _HEADER + ["GPU", "torch/CUDA/CUTLASS"]
+    rows = doc.get("rows", [])
+    inductor = _has_inductor(rows)
+    header = _header(inductor) + ["GPU", "torch/CUDA/CUTLASS"]
     stack = f"{m.get('torch') or '?'} / {m.get('cuda') or '?'} / {m.get('cutlass') or '?'}"
     lines = [f"<!-- rendered from {source or 'the JSON file beside this one'} -->",
              f"Command: `{doc.get('command', '')}`  ",
@@ -133,20 +160,28 @@ def render_markdown(doc: dict, source: str | None = None) -> str:
              "",
              "| " + " | ".join(header) + " |",
              "|" + "|".join("---" for _ in header) + "|"]
-    for row in doc.get("rows", []):
-        cells = _cells(row) + [m.get("gpu") or "?", stack]
+    for row in rows:
+        cells = _cells(row, inductor) + [m.get("gpu") or "?", stack]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    inductor = [r for r in doc.get("rows", []) if "inductor" in r.get("baselines_ms", {})]
     if inductor:
-        lines += ["", "torch.compile (default mode, same policy):", ""]
-        lines += [f"- {r['problem']}: {_ms(r['baselines_ms']['inductor'])} ms"
-                  for r in inductor]
+        lines += ["", "torch.compile: default mode, under the row's policy, timed alternating "
+                  "with FACT on the same inputs."]
+    drawn = [f"{r.get('problem', '?')} {r.get('policy', '?')} "
+             f"({', '.join(r['verified_on']) or 'none informative'})"
+             for r in rows if "verified_on" in r and _OWN_INPUTS not in r["verified_on"]]
+    if drawn:
+        lines += ["", "Verified on drawn inputs (the float64 reference on the problem's own "
+                  "inputs cannot tell right from wrong, e.g. all zeros): " + "; ".join(drawn)
+                  + "."]
     return "\n".join(lines) + "\n"
 
 
 def render_text(rows: Iterable[dict]) -> str:
     """A plain-text table of rows for the terminal (the columns of the markdown table)."""
-    table = [_HEADER] + [_cells(r) for r in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(_HEADER))]
+    rows = list(rows)
+    inductor = _has_inductor(rows)
+    header = _header(inductor)
+    table = [header] + [_cells(r, inductor) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
                      for r in table) + "\n"

@@ -6,7 +6,11 @@ The module interprets ``graph.json`` node by node:
   ``torch.ops.aten.linear.default``);
 - a pattern with ``impl: "cutlass"`` runs at its output node through the custom op
   ``fact::<pattern id>`` (:mod:`fact.kernels`); its other nodes are skipped, unless a value
-  they produce is used outside the pattern;
+  they produce is used outside the pattern. A fused pattern (``"fused": true``) lists the
+  GEMM's nodes then its elementwise tail's, and its output is the tail's: the kernel
+  computes the tail in its epilogue, reading the tail's external inputs (``epilogue.inputs``)
+  through ``FactGemmArgs.epi``. Without ``fused`` the tail's nodes are not pattern nodes and
+  run as ATen ops;
 - a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work).
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
@@ -22,7 +26,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from fact.kernels import KernelBinding, KernelLibrary, fact_op, register_binding
+from fact.kernels import (KernelBinding, KernelLibrary, epilogue_slots, fact_op,
+                          register_binding)
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
            "resolve_op", "PARAMS_FILE"]
@@ -250,6 +255,8 @@ class FactModule(torch.nn.Module):
                                     f"produced by its nodes")
             if library is None:
                 raise ArtifactError(f"pattern {pat['id']} needs the kernel library")
+            if pat.get("fused"):
+                self._check_fused(pat)
             binding = self._binding(pat, members, types, library)
             kernel_at[out_node.name] = _KernelNode(binding, register_binding(binding))
             self.bindings[pat["id"]] = binding
@@ -269,6 +276,20 @@ class FactModule(torch.nn.Module):
             elif name not in skipped:
                 steps.append(node)
         return steps
+
+    @staticmethod
+    def _check_fused(pat: dict) -> None:
+        """A fused pattern's epilogue must name its output and be among its nodes."""
+        epi = pat.get("epilogue")
+        if not isinstance(epi, dict):
+            raise ArtifactError(f"pattern {pat['id']}: fused, but it has no epilogue")
+        if epi.get("output") != pat["output"]:
+            raise ArtifactError(f"pattern {pat['id']}: fused, but its output "
+                                f"{pat['output']} is not the epilogue's ({epi.get('output')})")
+        missing = [n for n in epi.get("nodes", []) if n not in pat["nodes"]]
+        if missing or not epi.get("nodes"):
+            raise ArtifactError(f"pattern {pat['id']}: fused, but epilogue nodes "
+                                f"{missing or '[]'} are not among its nodes {pat['nodes']}")
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],
@@ -295,6 +316,11 @@ class FactModule(torch.nn.Module):
         if out_type is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
         expected = {n: types[n] for n in input_names if types.get(n) is not None}
+        if pat.get("fused"):
+            try:
+                epilogue_slots(pat["epilogue"], input_names)
+            except ValueError as exc:
+                raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
         return KernelBinding(pat, library.kernel(pat["symbol"]), input_names, expected,
                              out_type, fallback)
 
@@ -310,6 +336,11 @@ class FactModule(torch.nn.Module):
             step.run(env)
         outs = [_resolve(_decode(o), env) for o in self.graph["outputs"]]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def aten_nodes(self) -> list[str]:
+        """Names of the graph nodes this module runs as ATen ops, in order (the nodes of
+        cutlass patterns are absent, unless a value they produce is read outside them)."""
+        return [s.name for s in self._steps if isinstance(s, _AtenNode)]
 
     def fallback_counts(self) -> dict[str, int]:
         """Pattern id -> how many kernel calls fell back to ATen so far."""

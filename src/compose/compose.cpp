@@ -96,6 +96,16 @@ void compose(const ComposeOptions& opt) {
       m["max_rel_err"] = w.at("max_rel_err");
       m["time_ms"] = w.at("median_ms");
       if (w.at("impl") == "cutlass") {
+        // A fused winner computes the tail too: the pattern then spans the tail's nodes and
+        // writes the tail's output, and the runtime passes the tail's inputs.
+        if (r.value("fused", false)) {
+          const json& e = pat.at("epilogue");
+          if (!e.is_object()) throw Error("realized.json fused pattern " + id + ", but the plan has no epilogue for it");
+          for (const auto& n : e.at("nodes")) m["nodes"].push_back(n);
+          m["output"] = e.at("output");
+          m["epilogue"] = e;
+          m["fused"] = true;
+        }
         m["symbol"] = w.at("symbol");
         m["workspace_bytes"] = w.value("workspace_bytes", 0);
         if (w.contains("runtime")) m["runtime"] = w.at("runtime");

@@ -51,7 +51,38 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     }
     s += "\n";
   }
-  s += "## Left to ATen\n\n";
+  s += "## Fused tails\n\n";
+  bool tails = false;
+  for (const auto& pat : plan.at("patterns")) {
+    const json& e = pat.value("epilogue", json());
+    if (!e.is_object()) continue;
+    tails = true;
+    json r, m;
+    for (const auto& p : realized.at("patterns")) if (p.value("id", "") == pat.value("id", "")) r = p;
+    for (const auto& p : manifest.at("patterns")) if (p.value("id", "") == pat.value("id", "")) m = p;
+    std::string ops;
+    for (const auto& n : e.at("nodes")) ops += (ops.empty() ? "" : ", ") + n.get<std::string>();
+    std::string status;
+    if (m.value("fused", false)) {
+      status = "fused into `" + m.value("kernel", std::string()) + "`";
+    } else if (r.is_object() && r.contains("epilogue") && !r.at("epilogue").value("fusable", true)) {
+      status = "left to ATen: " + r.at("epilogue").value("reason", std::string());
+    } else {
+      status = "left to ATen: the vendor GEMM with the tail as ATen ops was fastest or no fused kernel passed verification";
+    }
+    s += fmt::format("- {}: `{}` (nodes {}) — {}\n", pat.value("id", ""), e.value("expr", ""), ops, status);
+    if (r.is_object() && r.contains("verification")) {
+      const json& v = r.at("verification");
+      std::string skipped;
+      for (const auto& d : v.value("draws", json::array())) {
+        if (!d.value("informative", true)) skipped += (skipped.empty() ? "" : "; ") + d.value("draw", std::string()) + ": " + d.value("reason", std::string());
+      }
+      if (!skipped.empty()) s += "  - draws that could not tell right from wrong, skipped: " + skipped + "\n";
+      if (!v.value("unexercised", std::string()).empty()) s += "  - branches never exercised: " + v.at("unexercised").get<std::string>() + "\n";
+    }
+  }
+  if (!tails) s += "None: no GEMM here is followed by an elementwise tail.\n";
+  s += "\n## Left to ATen\n\n";
   bool any = false;
   for (const auto& f : plan.value("rejected", json::array())) {
     s += fmt::format("- `{}` ({}): rejected by rule {}: {}\n", f.value("node", ""), f.value("op", ""), f.value("rule", ""), f.value("reason", ""));
@@ -60,6 +91,17 @@ std::string render_report(const json& plan, const json& realized, const json& ma
   for (const auto& f : plan.value("fallback", json::array())) {
     s += fmt::format("- `{}` ({}): {}\n", f.value("node", ""), f.value("op", ""), f.value("reason", ""));
     any = true;
+  }
+  for (const auto& pat : plan.at("patterns")) {
+    const json& e = pat.value("epilogue", json());
+    if (!e.is_object()) continue;
+    bool fused = false;
+    for (const auto& m : manifest.at("patterns")) if (m.value("id", "") == pat.value("id", "")) fused = m.value("fused", false);
+    if (fused) continue;
+    for (const auto& n : e.at("nodes")) {
+      s += fmt::format("- `{}`: in {}'s tail, not fused (see Fused tails)\n", n.get<std::string>(), pat.value("id", ""));
+      any = true;
+    }
   }
   for (const auto& m : manifest.at("patterns")) {
     if (m.value("impl", "") == "vendor") {

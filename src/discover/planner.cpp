@@ -106,13 +106,12 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     }
     p.epilogue = std::move(found.epilogue);
     p.epilogue_gain_us = double(p.epilogue->saved_bytes) / kH200.hbm_bytes_per_s * 1e6;
-    for (const auto& n : p.epilogue->nodes) {
-      in_tail_of[n] = p.id;
-      lost_to.emplace(n, "fusable into " + p.id + "'s epilogue (fused epilogues are not realized yet)");
-    }
+    for (const auto& n : p.epilogue->nodes) in_tail_of[n] = p.id;
   }
 
-  // 3. Every node outside the patterns: rejected (with each rule's reason) or fallback.
+  // 3. Every node outside the patterns and their tails: rejected (with each rule's reason)
+  //    or fallback. A tail's nodes belong to its pattern: realization fuses them or says why
+  //    not, and the report lists them either way.
   std::set<std::string> rejected;
   for (auto& r : rejections)
     if (!covered_by.contains(r.node)) {
@@ -120,7 +119,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
       plan.rejected.push_back(std::move(r));
     }
   for (const auto& node : graph.nodes) {
-    if (covered_by.contains(node.name) || rejected.contains(node.name)) continue;
+    if (covered_by.contains(node.name) || in_tail_of.contains(node.name) || rejected.contains(node.name)) continue;
     auto lost = lost_to.find(node.name);
     plan.fallback.push_back(
         {node.name, node.op, lost != lost_to.end() ? lost->second : "no rule matches"});

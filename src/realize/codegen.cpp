@@ -51,7 +51,6 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const std::string staging = f.stage_a && f.stage_b ? "A and B" : f.stage_a ? "A" : f.stage_b ? "B" : "none";
   const bool evt = !f.epilogue_tree.is_null();
   const EvtSource fusion = evt ? render_evt(f.epilogue_tree, f.epilogue_broadcast) : plain_fusion();
-  const bool evt_vector = evt && f.epilogue_broadcast.is_object() && !f.epilogue_broadcast.empty();
   return substitute(embedded::kGemmSm90Template, {
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
@@ -72,7 +71,6 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"STREAM_K", c.scheduler == TileScheduler::StreamK ? "true" : "false"},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
       {"EVT", evt ? "true" : "false"},
-      {"READS_BIAS", f.bias_n || evt_vector ? "true" : "false"},
       {"FUSION_DECLS", fusion.declarations},
       {"FUSION_ARGS", fusion.arguments},
       {"TRANSPOSE_PROBLEM", transpose ? "true" : "false"},

@@ -43,22 +43,33 @@ struct EpilogueProgram {
   int size = 0;
 };
 
-/// Evaluates `prog` for one element: `acc` the GEMM result, `inputs[i]` the value of
-/// external input ci at this element (already broadcast). NaN on a malformed program.
-FACT_HD inline double eval_epilogue(const EpilogueProgram& prog, double acc, const double* inputs) {
-  double st[EpilogueProgram::kMaxStack];
+/// True for the ops whose result depends on which side of a breakpoint x lies (relu,
+/// leaky_relu, clamp_lo, clamp_hi): the branches verification must see both ways.
+FACT_HD inline bool epilogue_op_branches(EpiOp op) {
+  return op == EpiOp::relu || op == EpiOp::leaky_relu || op == EpiOp::clamp_lo || op == EpiOp::clamp_hi;
+}
+
+/// Evaluates `prog` for one element in T (double for the reference, float for a tail pass
+/// after a vendor GEMM): `acc` the GEMM result, `inputs[i]` the value of external input ci
+/// at this element (already broadcast). NaN on a malformed program. When `sides` is given
+/// (EpilogueProgram::kMaxInstr * 2 bits), instruction i of a branching op sets bit 2i when
+/// x passes through (x > 0, x > the lower bound, x < the upper bound) and bit 2i + 1 when
+/// the other side is taken.
+template <class T>
+FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inputs, uint32_t* sides = nullptr) {
+  T st[EpilogueProgram::kMaxStack];
   int sp = 0;
   for (int i = 0; i < prog.size; ++i) {
     const EpiInstr in = prog.code[i];
     if (in.op <= EpiOp::input) {
-      if (sp == EpilogueProgram::kMaxStack) return NAN;
-      st[sp++] = in.op == EpiOp::acc ? acc : in.op == EpiOp::scalar ? in.value : inputs[int(in.value)];
+      if (sp == EpilogueProgram::kMaxStack) return T(NAN);
+      st[sp++] = in.op == EpiOp::acc ? acc : in.op == EpiOp::scalar ? T(in.value) : inputs[int(in.value)];
       continue;
     }
     if (in.op <= EpiOp::min) {
-      if (sp < 2) return NAN;
-      const double b = st[--sp], a = st[sp - 1];
-      double r = 0;
+      if (sp < 2) return T(NAN);
+      const T b = st[--sp], a = st[sp - 1];
+      T r = 0;
       switch (in.op) {
         case EpiOp::add: r = a + b; break;
         case EpiOp::sub: r = a - b; break;
@@ -71,28 +82,52 @@ FACT_HD inline double eval_epilogue(const EpilogueProgram& prog, double acc, con
       st[sp - 1] = r;
       continue;
     }
-    if (sp < 1) return NAN;
-    const double x = st[sp - 1], c = in.value;
-    double r = x;
+    if (sp < 1) return T(NAN);
+    const T x = st[sp - 1], c = T(in.value), one = T(1), half = T(0.5);
+    T r = x;
     switch (in.op) {
-      case EpiOp::relu: r = x > 0 ? x : (x != x ? x : 0.0); break;
-      case EpiOp::gelu: r = 0.5 * x * (1.0 + ::erf(x * 0.70710678118654752440)); break;
-      case EpiOp::gelu_tanh: r = 0.5 * x * (1.0 + ::tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x))); break;
-      case EpiOp::silu: r = x / (1.0 + ::exp(-x)); break;
-      case EpiOp::sigmoid: r = 1.0 / (1.0 + ::exp(-x)); break;
-      case EpiOp::tanh: r = ::tanh(x); break;
+      case EpiOp::relu: r = x > 0 ? x : (x != x ? x : T(0)); break;
+      case EpiOp::gelu: r = half * x * (one + erf(x * T(0.70710678118654752440))); break;
+      case EpiOp::gelu_tanh: r = half * x * (one + tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))); break;
+      case EpiOp::silu: r = x / (one + exp(-x)); break;
+      case EpiOp::sigmoid: r = one / (one + exp(-x)); break;
+      case EpiOp::tanh: r = tanh(x); break;
       case EpiOp::neg: r = -x; break;
-      case EpiOp::erf: r = ::erf(x); break;
-      case EpiOp::mish: r = x * ::tanh(::log1p(::exp(x))); break;
+      case EpiOp::erf: r = erf(x); break;
+      case EpiOp::mish: r = x * tanh(log1p(exp(x))); break;
       case EpiOp::leaky_relu: r = x > 0 ? x : c * x; break;
       case EpiOp::clamp_lo: r = (x != x || x > c) ? x : c; break;
       case EpiOp::clamp_hi: r = (x != x || x < c) ? x : c; break;
-      case EpiOp::pow: r = ::pow(x, c); break;
-      default: return NAN;
+      case EpiOp::pow: r = pow(x, c); break;
+      default: return T(NAN);
+    }
+    if (sides && epilogue_op_branches(in.op) && x == x) {
+      const bool through = in.op == EpiOp::clamp_hi ? x < c : in.op == EpiOp::clamp_lo ? x > c : x > 0;
+      const int bit = 2 * i + (through ? 0 : 1);
+      sides[bit / 32] |= 1u << (bit % 32);
     }
     st[sp - 1] = r;
   }
-  return sp == 1 ? st[0] : NAN;
+  return sp == 1 ? st[0] : T(NAN);
+}
+
+/// The error a correct fused kernel may show at one element, in absolute terms: how far the
+/// tail's output moves when its GEMM input moves by `delta` (the GEMM's own tolerance),
+/// sampled at acc +- delta and +- delta/2 (a tail is monotone or nearly so at that scale),
+/// plus fp32 evaluation of the tail: 64 units in the last place of the magnitudes involved
+/// (`inputs` holds the four slots c0..c3).
+FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, const double* inputs,
+                                           double delta) {
+  const double r0 = eval_epilogue<double>(prog, acc, inputs);
+  double spread = 0;
+  const double steps[4] = {-1.0, -0.5, 0.5, 1.0};
+  for (double s : steps) {
+    const double r = eval_epilogue<double>(prog, acc + s * delta, inputs);
+    spread = fmax(spread, fabs(r - r0));
+  }
+  double mag = fabs(r0) + fabs(acc);
+  for (int i = 0; i < 4; ++i) mag += fabs(inputs[i]);
+  return spread + 64.0 * 5.9604644775390625e-08 * mag;  // 2^-24
 }
 
 #ifndef FACT_NO_JSON

@@ -3,11 +3,16 @@
 // template per combination.
 //
 // Leaves: {"acc": true} -> Sm90AccFetch; {"scalar": v} -> Sm90ScalarBroadcast holding v;
-// {"input": "c0"} -> a vector along N read through FactGemmArgs.bias (Sm90RowBroadcast, or
-// Sm90ColBroadcast in a kernel that computes D^T). Nodes: add, sub, mul, div, relu, gelu,
-// gelu_tanh, silu, sigmoid, tanh, neg, hardtanh and clamp (as max/min with scalars),
-// leaky_relu (max(x,0) + s*min(x,0)) and pow with exponent 2 or 3 (as products) become
-// Sm90Compute nodes computing in fp32; the root converts to D's element type.
+// {"input": "bias"} -> the GEMM's own bias along N (FactGemmArgs.bias); {"input": "cI"}
+// (I < 4) -> FactGemmArgs.epi[I], by its broadcast kind: "n" a vector along N
+// (Sm90RowBroadcast), "m" a vector along M (Sm90ColBroadcast), "mn" a tensor of D's shape
+// (Sm90AuxLoad read straight from global memory, 16-byte vectors); row and column swap in
+// a kernel that computes D^T. Nodes: add, sub, mul, div, max/min (NaN-propagating, as
+// torch.clamp), relu, gelu, gelu_tanh, silu, sigmoid, tanh, erf, mish, neg; hardtanh and
+// clamp with scalar bounds, leaky_relu and pow with exponent 2 or 3 are rewritten into
+// those. Every node computes in fp32 with the accurate CUDA math functions (erff, tanhf,
+// expf, log1pf; no tanh.approx), as PyTorch's fp32 kernels do; the root converts to D's
+// element type.
 #pragma once
 #include <string>
 
@@ -16,20 +21,23 @@
 namespace fact::realize {
 
 /// The fusion's C++ source for the kernel template: `declarations` define FusionOp (and
-/// the functors it needs) where the template declares its fusion; `arguments` is a
-/// statement that sets `args.epilogue.thread` from `p` (FactGemmArgs) in make_arguments.
+/// the functors it needs) plus kEpiInputMask / kEpiTensorMask (bit I: the tail reads
+/// epi[I]; epi[I] is a tensor of D's shape) where the template declares its fusion;
+/// `arguments` is a statement that sets `args.epilogue.thread` from `p` (FactGemmArgs) in
+/// make_arguments.
 struct EvtSource {
   std::string declarations;
   std::string arguments;
 };
 
-/// Renders the EVT for `tree`. `inputs` is the number of external tensors (at most one
-/// vector along N is supported: it travels as the bias pointer). Throws fact::Error naming
-/// an op or input kind it cannot generate (e.g. mish, erf, a tensor of D's shape).
+/// Renders the EVT for `tree`, whose inputs are kinds in `broadcast` ({"c0": "n", ...};
+/// "bias" is always "n"). Throws fact::Error naming an op or input it cannot generate
+/// (pow with another exponent, an input named other than bias/c0..c3, a kind other than
+/// n/m/mn, a tree without an op).
 EvtSource render_evt(const nlohmann::json& tree, const nlohmann::json& broadcast);
 
-/// The fusion of a plain GEMM: D = alpha * acc, plus bias[n] when `has_bias` (the
-/// template's LinearCombination / LinCombPerColBias choice, unchanged).
+/// The fusion of a plain GEMM: D = alpha * acc, plus bias[n] when the kernel has a bias
+/// (the template's LinearCombination / LinCombPerColBias choice, unchanged).
 EvtSource plain_fusion();
 
 }  // namespace fact::realize

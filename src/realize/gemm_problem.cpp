@@ -1,5 +1,8 @@
 #include "realize/gemm_problem.h"
 
+#include "realize/epilogue_program.h"
+#include "realize/evt_codegen.h"
+
 #include <type_traits>
 
 #include "common/error.h"
@@ -115,6 +118,47 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   }
   if (p.l == 1) p.batch_stride_a = p.batch_stride_b = p.batch_stride_d = 0;  // unused
   return p;
+}
+
+namespace {
+nlohmann::json replace_acc(const nlohmann::json& t, const nlohmann::json& with) {
+  if (t.contains("acc")) return with;
+  if (!t.contains("op")) return t;
+  nlohmann::json out = t;
+  for (auto& a : out.at("args")) if (!a.is_null()) a = replace_acc(a, with);
+  return out;
+}
+}  // namespace
+
+std::string attach_tail(GemmProblem& p, const nlohmann::json& epilogue) {
+  if (!epilogue.is_object()) return "no tail";
+  if (!epilogue.contains("tree") || !epilogue.at("tree").is_object()) return "the epilogue has no \"tree\"";
+  GemmProblem q = p;
+  q.tail_tree = epilogue.at("tree");
+  q.tail_broadcast = epilogue.value("broadcast", nlohmann::json::object());
+  try {
+    compile_epilogue(q.tail_tree);
+    render_evt(kernel_tail_tree(q), kernel_tail_broadcast(q));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  p = std::move(q);
+  return "";
+}
+
+nlohmann::json kernel_tail_tree(const GemmProblem& p) {
+  if (!p.fused()) return nullptr;
+  nlohmann::json acc = {{"acc", true}};
+  if (p.alpha != 1.0) acc = {{"op", "mul"}, {"args", {acc, {{"scalar", p.alpha}}}}};
+  if (p.bias_n) acc = {{"op", "add"}, {"args", {acc, {{"input", "bias"}}}}};
+  return replace_acc(p.tail_tree, acc);
+}
+
+nlohmann::json kernel_tail_broadcast(const GemmProblem& p) {
+  if (!p.fused()) return nullptr;
+  nlohmann::json b = p.tail_broadcast.is_object() ? p.tail_broadcast : nlohmann::json::object();
+  if (p.bias_n) b["bias"] = "n";
+  return b;
 }
 
 }  // namespace fact::realize

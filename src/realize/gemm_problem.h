@@ -28,6 +28,11 @@ struct GemmProblem {
   int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_d = 0;
   bool bias_n = false;  // bias vector of length N, broadcast along M
   double alpha = 1.0, beta = 1.0;
+  /// A fused elementwise tail (docs/03-rules.md, "Epilogues"): discovery's expression tree
+  /// over acc = alpha * A * B + beta * bias, and its inputs' broadcast kinds ({"c0": "n"});
+  /// null when the pattern computes the GEMM alone.
+  nlohmann::json tail_tree = nullptr, tail_broadcast = nullptr;
+  bool fused() const { return !tail_tree.is_null(); }
 
   /// Elements each operand's allocation spans (largest offset + 1).
   int64_t extent_a() const;
@@ -39,5 +44,16 @@ struct GemmProblem {
 /// Reads a plan pattern's "problem" object. Throws fact::Error naming the missing or bad
 /// field (only kind "gemm" and bias null or "n" are realized by this family).
 GemmProblem gemm_problem_from_json(const nlohmann::json& j);
+
+/// Attaches a plan pattern's "epilogue" object (discovery's tail: "tree", "broadcast") to
+/// `p`. Returns "" when the tail can be fused, else why not (then `p` is left unfused):
+/// the tree does not compile to a float64 program, or has no EVT (evt_codegen.h).
+std::string attach_tail(GemmProblem& p, const nlohmann::json& epilogue);
+
+/// The tail as a fused kernel computes it: the tree with acc replaced by alpha * acc (when
+/// alpha != 1) plus the GEMM's bias along N (input "bias", when it has one), and the
+/// matching broadcast kinds. Null when `p` is not fused.
+nlohmann::json kernel_tail_tree(const GemmProblem& p);
+nlohmann::json kernel_tail_broadcast(const GemmProblem& p);
 
 }  // namespace fact::realize

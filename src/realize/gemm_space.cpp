@@ -37,7 +37,9 @@ int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return staged_k_of(f.split
 
 }  // namespace
 
-std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy, std::string& why) {
+namespace {
+// gemm_families without the fused tail.
+std::vector<GemmFamilyKey> gemm_only_families(const GemmProblem& p, Precision policy, std::string& why) {
   if (p.dtype_a != p.dtype_b || p.dtype_a != p.dtype_d) {
     why = "mixed operand dtypes";
     return {};
@@ -137,6 +139,22 @@ std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy,
                     : "operands need staging, which cannot cover M or N over 2 million or L over 65535";
   }
   return out;
+}
+}  // namespace
+
+std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy, std::string& why) {
+  auto families = gemm_only_families(p, policy, why);
+  if (!p.fused()) return families;
+  // A fused tail is an EVT, which needs the TMA epilogue (D in 16-byte rows).
+  std::erase_if(families, [](const GemmFamilyKey& f) { return f.align1_d; });
+  if (families.empty() && why.empty()) {
+    why = "a fused tail needs D's leading stride and N to be multiples of 16 bytes (TMA epilogue)";
+  }
+  for (auto& f : families) {
+    f.epilogue_tree = kernel_tail_tree(p);
+    f.epilogue_broadcast = kernel_tail_broadcast(p);
+  }
+  return families;
 }
 
 namespace {
@@ -311,7 +329,9 @@ bool gemm_transposes_problem(const GemmFamilyKey& f) {
 
 namespace {
 std::string epilogue_token(const GemmFamilyKey& f) {
-  if (!f.epilogue_tree.is_null()) return "evt" + sha256_hex(f.epilogue_tree.dump()).substr(0, 8);
+  if (!f.epilogue_tree.is_null()) {
+    return "evt" + sha256_hex(f.epilogue_tree.dump() + f.epilogue_broadcast.dump()).substr(0, 8);
+  }
   return f.bias_n ? "lincomb-biasn" : "lincomb";
 }
 }  // namespace

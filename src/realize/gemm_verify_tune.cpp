@@ -8,6 +8,9 @@
 
 #include "realize/cuda_check.h"
 #include "realize/gpu_kernels.h"
+#include "realize/tail_verify.h"
+
+using nlohmann::json;
 
 namespace fact::realize {
 
@@ -48,7 +51,8 @@ std::vector<Draw> draws_for(const GemmProblem& p) {
 
 std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& cands,
-                                              GpuContext& gpu, int warmup, int trials, bool verbose) {
+                                              GpuContext& gpu, int warmup, int trials, bool verbose,
+                                              nlohmann::json* verification) {
   cudaStream_t s = gpu.stream();
   const size_t ea = size_t(p.extent_a()), eb = size_t(p.extent_b()), ed = size_t(p.extent_d());
   const size_t ebias = p.bias_n ? size_t(p.n) : 0;
@@ -56,7 +60,7 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
       d(ed * dtype_bytes(p.dtype_d)), bias(std::max<size_t>(ebias, 1) * dtype_bytes(p.dtype_d));
   DeviceBuffer a64(ea * 8), b64(eb * 8), d64(ed * 8);
   DeviceBuffer stats_dev(sizeof(CompareStats));
-  const FactGemmArgs args = make_gemm_args(p, a.get(), b.get(), p.bias_n ? bias.get() : nullptr, d.get());
+  FactGemmArgs args = make_gemm_args(p, a.get(), b.get(), p.bias_n ? bias.get() : nullptr, d.get());
   const double tol = gemm_tolerance(p, policy);
 
   std::vector<CandidateOutcome> out(cands.size());
@@ -77,18 +81,36 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     }
   }
 
+  // A fused tail's inputs, reference and branch coverage (tail_verify.h).
+  std::unique_ptr<TailCheck> tail;
+  if (p.fused()) {
+    tail = std::make_unique<TailCheck>(p);
+    tail->set_args(args);
+  }
+  json draws_log = json::array();
+  int informative = 0;
   uint64_t seed = 0x5eed;
-  for (const Draw& draw : draws_for(p)) {
+  auto run_draw = [&](const Draw& draw) {
     // Fresh inputs for every draw; the reference is computed once per draw.
     fill_random(a.get(), p.dtype_a, int64_t(ea), ++seed, draw.dist, draw.scale, s);
     fill_random(b.get(), p.dtype_b, int64_t(eb), ++seed, draw.dist, draw.scale, s);
     if (p.bias_n) fill_random(bias.get(), p.dtype_d, p.n, ++seed, draw.dist, draw.scale * std::sqrt(double(p.k)), s);
+    // A tail's inputs at the scale of acc, so that adding them moves it across breakpoints.
+    if (tail) tail->fill(++seed, draw.scale * draw.scale * std::sqrt(double(p.k)), s);
     convert_to_double(a.get(), p.dtype_a, a64.as<double>(), int64_t(ea), s);
     convert_to_double(b.get(), p.dtype_b, b64.as<double>(), int64_t(eb), s);
     broadcast_rows(d64.get(), true, p.bias_n ? bias.get() : nullptr, p.dtype_d, p.l, p.m, p.n,
                    p.ldd, p.batch_stride_d, s);
     reference_gemm(p, a64.as<double>(), b64.as<double>(), d64.as<double>(), gpu);
     gpu.sync();
+    const std::string skip = tail ? tail->examine(d64.as<double>(), s) : "";
+    draws_log.push_back({{"draw", draw.name}, {"scale", draw.scale}, {"informative", skip.empty()}});
+    if (!skip.empty()) {
+      draws_log.back()["reason"] = skip;
+      if (verbose) std::fprintf(stderr, "  draw %s skipped: %s\n", draw.name, skip.c_str());
+      return;
+    }
+    ++informative;
     for (size_t i = 0; i < cands.size(); ++i) {
       auto& o = out[i];
       if (o.status != "ok") continue;
@@ -96,8 +118,12 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
         FACT_CUDA(cudaMemsetAsync(d.get(), 0xff, d.bytes(), s));  // NaN poison in f32/f16/bf16
         cands[i]->run(args, gpu);
         FACT_CUDA_LAUNCH();
-        compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
-                             p.batch_stride_d, stats_dev.as<CompareStats>(), s);
+        if (tail) {
+          tail->compare(d.get(), d64.as<double>(), tol * tail->max_abs_acc(), stats_dev.as<CompareStats>(), s);
+        } else {
+          compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
+                               p.batch_stride_d, stats_dev.as<CompareStats>(), s);
+        }
         CompareStats st{};
         FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
         gpu.sync();
@@ -109,7 +135,8 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
         if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
         else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
         else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
-        else if (!(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
+        else if (tail && st.over_bound) why = fmt::format("{} elements beyond their error bound (max rel err {:.3g})", st.over_bound, max_rel);
+        else if (!tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
         if (!why.empty()) {
           o.status = "quarantined";
           o.reason = fmt::format("verification failed on draw '{}': {}", draw.name, why);
@@ -120,6 +147,29 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
         o.reason = std::string("run failed: ") + e.what();
         cudaGetLastError();
       }
+    }
+  };
+  for (const Draw& draw : draws_for(p)) run_draw(draw);
+  if (tail) {
+    // Branches the standard draws left one-sided: acc at other scales, from a standard
+    // deviation of 1/8 to 4096 (one operand entry's scale is sqrt(sd / sqrt(K))).
+    static const char* const kNames[] = {"acc-sd-0.125", "acc-sd-1", "acc-sd-8", "acc-sd-64", "acc-sd-512", "acc-sd-4096"};
+    for (int e = 0; e < 6 && !tail->unexercised().empty(); ++e) {
+      const double sd = std::pow(8.0, e - 1);
+      run_draw({kNames[e], Distribution::Normal, std::sqrt(sd / std::sqrt(double(p.k)))});
+    }
+    if (verification) {
+      (*verification)["draws"] = draws_log;
+      (*verification)["unexercised"] = tail->unexercised();
+    }
+  } else if (verification) {
+    (*verification)["draws"] = draws_log;
+  }
+  if (informative == 0) {
+    for (auto& o : out) {
+      if (o.status != "ok") continue;
+      o.status = "quarantined";
+      o.reason = "no draw could tell right from wrong (every reference was constant)";
     }
   }
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "realize/gemm_candidates.h"
 
 namespace fact::realize {
@@ -30,10 +32,17 @@ double gemm_tolerance(const GemmProblem& p, Precision policy);
 /// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
 /// (NaN) before each run; then times the survivors alternating round by round, with an L2
 /// flush before each trial, after `warmup` runs each, over `trials` rounds.
+/// A fused tail (p.fused()) is applied to the float64 GEMM in float64; each element must
+/// lie within epilogue_error_bound of it, with delta = tolerance x max |acc|. A draw whose
+/// reference cannot tell right from wrong (TailCheck::examine) is skipped and logged, and
+/// while a branch of the tail has been seen one way only, draws at other scales of acc
+/// follow. With no informative draw at all, every candidate is quarantined.
+/// `verification`, when given, receives {"draws": [{"draw", "scale", "informative",
+/// "reason"?}], "unexercised": "..."}.
 /// Throws fact::Error only when the GPU itself fails (allocation, reference).
 std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& candidates,
                                               GpuContext& gpu, int warmup = 5, int trials = 30,
-                                              bool verbose = false);
+                                              bool verbose = false, nlohmann::json* verification = nullptr);
 
 }  // namespace fact::realize

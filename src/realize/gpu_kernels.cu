@@ -4,38 +4,13 @@
 #include <cuda_fp16.h>
 
 #include "realize/cuda_check.h"
+#include "realize/device_util.cuh"
 
 namespace fact::realize {
 
+using namespace device;
+
 namespace {
-
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return int(b < 65536 ? (b > 0 ? b : 1) : 65536);
-}
-
-// splitmix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number generators", 2014).
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-__device__ double uniform01(uint64_t bits) { return double(bits >> 11) * (1.0 / 9007199254740992.0); }
-
-template <class T> __device__ T from_double(double v);
-template <> __device__ float from_double<float>(double v) { return float(v); }
-template <> __device__ __half from_double<__half>(double v) { return __double2half(v); }
-template <> __device__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
-  return __float2bfloat16(float(v));
-}
-template <> __device__ double from_double<double>(double v) { return v; }
-__device__ double to_double(float v) { return double(v); }
-__device__ double to_double(__half v) { return double(__half2float(v)); }
-__device__ double to_double(__nv_bfloat16 v) { return double(__bfloat162float(v)); }
 
 template <class T>
 __global__ void fill_kernel(T* dst, int64_t count, uint64_t seed, int normal, double scale) {
@@ -72,11 +47,6 @@ __global__ void broadcast_kernel(TOut* out, const TBias* bias, int64_t l, int64_
     const double v = bias ? to_double(bias[j]) : 0.0;
     out[b * bsd + row * ldd + j] = from_double<TOut>(v);
   }
-}
-
-// Non-negative doubles order like their bit patterns, so atomicMax on the bits is a max.
-__device__ void atomic_max_nonneg(double* addr, double v) {
-  atomicMax(reinterpret_cast<unsigned long long*>(addr), __double_as_longlong(v));
 }
 
 template <class T>
@@ -117,15 +87,6 @@ __global__ void spin_kernel(unsigned long long ns) {
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   } while (now - start < ns);
-}
-
-template <class F>
-void dispatch(DType dt, F&& f) {
-  switch (dt) {
-    case DType::F32: f(float{}); break;
-    case DType::F16: f(__half{}); break;
-    case DType::BF16: f(__nv_bfloat16{}); break;
-  }
 }
 
 }  // namespace

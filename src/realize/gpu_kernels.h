@@ -41,6 +41,7 @@ struct CompareStats {
   unsigned long long nonfinite;  // elements of d that are NaN/Inf where ref is finite
   double first_value;     // d at (0,0,0); with `all_same` detects constant outputs
   unsigned long long differs_from_first;  // count of d elements != d(0,0,0)
+  unsigned long long over_bound;  // elements whose error exceeds their own bound (fused tails)
 };
 void compare_to_reference(const void* d, DType dtype, const double* ref, int64_t l, int64_t m,
                           int64_t n, int64_t ldd, int64_t bsd, CompareStats* stats_device,

@@ -33,6 +33,13 @@ typedef struct FactGemmArgs {
    * persistent kernels); raster 0 heuristic, 1 along M, 2 along N; swizzle = the largest
    * swizzle size (1, 2, 4 or 8). */
   int32_t splits, raster, swizzle, reserved;
+  /* External inputs c0..c3 of a fused elementwise tail (kernels whose name has an "evt"
+   * token; NULL otherwise), of D's dtype. The kernel's tail fixes each input's kind: a
+   * contiguous vector along N (N elements) or along M (M elements), shared by all batches;
+   * or a tensor of D's logical shape with leading stride epi_ld[i] (between rows of M)
+   * and batch stride epi_batch_stride[i], N contiguous. Unused entries are ignored. */
+  const void* epi[4];
+  int64_t epi_ld[4], epi_batch_stride[4];
 } FactGemmArgs;
 
 enum {
@@ -41,6 +48,7 @@ enum {
   FACT_ERR_BETA = 2,            /* this kernel adds the bias with beta == 1 only */
   FACT_ERR_WORKSPACE = 3,       /* workspace smaller than _workspace_bytes */
   FACT_ERR_SCHEDULER = 4,       /* splits/raster/swizzle out of range */
+  FACT_ERR_EPILOGUE_INPUT = 5,  /* an input the fused tail reads is NULL */
   FACT_ERR_STATUS_BASE = 100,
   FACT_ERR_CUDA_BASE = 10000
 };

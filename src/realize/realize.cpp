@@ -15,6 +15,7 @@
 #include "realize/gemm_space.h"
 #include "realize/gemm_verify_tune.h"
 #include "realize/gpu_context.h"
+#include "realize/tail_verify.h"
 #include "realize/tuning_records.h"
 #include "realize/vetted.h"
 
@@ -86,6 +87,14 @@ int run_realize(const RealizeOptions& opt) {
     try {
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
       w.problem = gemm_problem_from_json(pat.at("problem"));
+      // The elementwise tail discovery found: fused into the kernel's epilogue when it can be.
+      if (pat.contains("epilogue") && pat.at("epilogue").is_object()) {
+        const json& e = pat.at("epilogue");
+        const std::string why_not = attach_tail(w.problem, e);
+        w.out["epilogue"] = {{"expr", e.value("expr", "")}, {"nodes", e.value("nodes", json::array())},
+                             {"fusable", why_not.empty()}};
+        if (!why_not.empty()) w.out["epilogue"]["reason"] = why_not;
+      }
       std::string why;
       const auto families = gemm_families(w.problem, opt.policy, why);
       if (!families.empty()) {
@@ -189,7 +198,10 @@ int run_realize(const RealizeOptions& opt) {
     std::optional<registry::RecordKey> key;
     if (reg) {
       try {
-        key = tuning_key(w.out.at("problem"), *gpu, tc, opt.policy);
+        // A fused tail is part of the problem: its tuning never answers the plain GEMM's.
+        json key_problem = w.out.at("problem");
+        if (w.problem.fused()) key_problem["epilogue"] = {{"tree", w.problem.tail_tree}, {"broadcast", w.problem.tail_broadcast}};
+        key = tuning_key(key_problem, *gpu, tc, opt.policy);
         if (auto hit = reg->get(*key); hit && replay_record(*hit, built, w.kernels, w.out)) {
           std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(),
                        hit->winner.c_str(), hit->created.c_str());
@@ -206,6 +218,9 @@ int run_realize(const RealizeOptions& opt) {
     std::vector<std::unique_ptr<GemmCandidate>> runnable;
     runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
     runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
+    if (w.problem.fused()) {  // the vendor GEMM, then the tail as one elementwise pass
+      for (auto& r : runnable) r = make_tail_pass_candidate(std::move(r), w.problem);
+    }
     json build_failures = json::array();
     for (size_t i = 0; i < w.kernels.size(); ++i) {
       const auto& name = w.kernels[i];
@@ -223,7 +238,9 @@ int run_realize(const RealizeOptions& opt) {
                  w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
                  (long long)w.problem.k, (long long)w.problem.l);
     if (!ctx) ctx = std::make_unique<GpuContext>(*gpu);
-    auto outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose);
+    json verification;
+    auto outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose, &verification);
+    w.out["verification"] = verification;
     const CandidateOutcome* best = nullptr;
     for (const auto& o : outcomes) {
       json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", o.max_rel_err},
@@ -256,7 +273,11 @@ int run_realize(const RealizeOptions& opt) {
     }
   }
   json pats = json::array();
-  for (auto& w : work) pats.push_back(w.out);
+  for (auto& w : work) {
+    // Fused: the winner computes the tail too (a vendor winner leaves the tail to ATen).
+    w.out["fused"] = w.problem.fused() && w.out.value("winner_impl", json()) == "cutlass";
+    pats.push_back(w.out);
+  }
   result["patterns"] = pats;
   fs::create_directories(fs::absolute(opt.output).parent_path());
   write_file(opt.output, result.dump(2) + "\n");

@@ -103,6 +103,7 @@ def test_full_pipeline_with_vendor_artifact_on_cpu(tmp_path, capsys, fake_factc,
     (row,) = doc["rows"]
     assert row["problem"] == "small" and row["policy"] == "fp32"
     assert row["verified"] is True
+    assert row["verified_on"] == ["own inputs"]  # randn inputs: an informative reference
     assert row["max_rel_err"] < 1e-5
     assert set(row["baselines_ms"]) == {"eager_fp32", "eager"}
     assert row["fact_ms"] > 0 and row["fact_spread_ms"][0] <= row["fact_ms"]
@@ -126,3 +127,42 @@ def test_factc_lookup_and_failures(tmp_path, monkeypatch) -> None:
     assert find_factc(str(script)) == str(script)
     with pytest.raises(FactcError, match=r"exit 3.*discover g\.json\nbad graph: node x"):
         run_factc(str(script), ["discover", "g.json"])
+
+
+ALL_ZERO_PROBLEM = '''
+"""Linear, (x - 2) * 1.5, relu on uniform inputs: the reference is all zeros."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 32)
+
+    def forward(self, x):
+        return torch.relu((self.fc(x) - 2.0) * 1.5)
+
+
+def get_inputs():
+    return [torch.rand(64, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_uninformative_reference_is_verified_on_drawn_inputs(tmp_path, capsys, fake_factc,
+                                                             monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
+    problem = tmp_path / "all_zero.py"
+    problem.write_text(ALL_ZERO_PROBLEM)
+    result = tmp_path / "bench.json"
+    rc = main(["optimize", str(problem), "--precision", "fp32", "--out", str(tmp_path / "w"),
+               "--json", str(result)])
+    assert rc == 0, capsys.readouterr().out
+    (row,) = json.loads(result.read_text())["rows"]
+    assert row["verified"] is True
+    assert row["verified_on"] and row["verified_on"][0].startswith("randn x")
+    assert "Verified on drawn inputs" in result.with_suffix(".md").read_text()

@@ -131,3 +131,91 @@ def test_problem_without_model_is_a_clear_error(tmp_path) -> None:
                     "def get_init_inputs():\n    return []\n")
     with pytest.raises(ProblemError, match="missing Model"):
         load_problem(str(path))
+
+
+# examples/epilogue/: a GEMM and its elementwise tail: (first op, tail ops, x shape, out shape).
+_L8192 = ([1024, 8192], [1024, 8192])
+EPILOGUE_CASES = {
+    "a_sub_mul_relu.py": (["sub.Tensor", "mul.Tensor", "relu.default"], *_L8192),
+    "b_mul_leaky_relu.py": (["mul.Tensor", "leaky_relu.default"], *_L8192),
+    "c_relu_div.py": (["relu.default", "div.Tensor"], *_L8192),
+    "d_add_bias_relu.py": (["add.Tensor", "relu.default"], *_L8192),
+    "e_div_gelu.py": (["div.Tensor", "gelu.default"], *_L8192),
+    "f_mul_hardtanh_gelu.py": (["mul.Tensor", "hardtanh.default", "gelu.default"], *_L8192),
+    "g_swish_div_clamp_tanh_clamp.py": (["sigmoid.default", "mul.Tensor", "div.Tensor",
+                                         "clamp.default", "tanh.default", "clamp.default"],
+                                        *_L8192),
+    "h_add_swish_tanh_gelu_hardtanh.py": (["add.Tensor", "sigmoid.default", "mul.Tensor",
+                                           "tanh.default", "gelu.default",
+                                           "hardtanh.default"], *_L8192),
+    "i_sigmoid_times_2_plus_x.py": (["sigmoid.default", "mul.Tensor", "add.Tensor"], *_L8192),
+    "wide_swish_mul.py": (["sigmoid.default", "mul.Tensor", "mul.Tensor"],
+                          [128, 32768], [128, 32768]),
+    "mingpt_mlp.py": (["mul.Tensor", "pow.Tensor_Scalar", "mul.Tensor", "add.Tensor",
+                       "mul.Tensor", "tanh.default", "add.Tensor", "mul.Tensor",
+                       "linear.default"], [64, 1024, 768], [64, 1024, 768]),
+}
+
+
+@pytest.mark.parametrize("fname", sorted(EPILOGUE_CASES))
+def test_epilogue_examples(examples_dir: str, fname: str) -> None:
+    tail, x_shape, out_shape = EPILOGUE_CASES[fname]
+    # On the meta device: wide_swish_mul's weight alone is 4 GiB.
+    with torch.device("meta"):
+        problem = load_problem(os.path.join(examples_dir, "epilogue", fname))
+    assert [list(x.shape) for x in problem.inputs] == [x_shape]
+    assert problem.inputs[0].dtype == torch.float32
+    g = export(problem.model, problem.inputs)
+    ops = [n["op"] for n in g["nodes"]]
+    assert ops[0] == "aten.linear.default"
+    assert ops[1:] == [f"aten.{t}" for t in tail]
+    assert g["nodes"][-1]["outputs"][0]["type"]["shape"] == out_shape
+    # The tail's vectors are parameters of shape [N] (a vector along N for the epilogue).
+    vectors = [p for p in g["params"] if p["target"] in ("bias", "add_value")]
+    assert [p["type"]["shape"] for p in vectors] == (
+        [[8192]] if fname[0] in "dh" else [])
+
+
+def _import_example(path: str):
+    """The example file as a module, without building its full-size model and inputs."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("example_" + os.path.basename(path)[:-3],
+                                                  path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_epilogue_examples_small_forward(examples_dir: str) -> None:
+    # The models at small widths, on CPU: the tails compute what their docstrings say.
+    x = torch.randn(4, 32)
+    for fname, init, want in [
+            ("a_sub_mul_relu.py", [32, 16, 2.0, 1.5], lambda h: torch.relu((h - 2) * 1.5)),
+            ("i_sigmoid_times_2_plus_x.py", [32, 16, 2.0], lambda h: torch.sigmoid(h) * 2 + h),
+            ("wide_swish_mul.py", [32, 16, 2.0], lambda h: h * torch.sigmoid(h) * 2)]:
+        model = _import_example(os.path.join(examples_dir, "epilogue", fname)).Model(*init)
+        with torch.no_grad():
+            torch.testing.assert_close(model(x), want(model.linear(x)))
+    model = _import_example(os.path.join(examples_dir, "epilogue", "mingpt_mlp.py")).Model(8)
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        h = model.c_fc(x)
+        want = model.c_proj(torch.nn.functional.gelu(h, approximate="tanh"))
+        torch.testing.assert_close(model(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_epilogue_suite_lists_the_examples_and_times_torch_compile(
+        examples_dir: str, repo_root: str, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(os.path.join(repo_root, "bench"))
+    import suite
+    names = sorted(os.path.splitext(f)[0] for f in EPILOGUE_CASES)
+    assert sorted(os.path.basename(e) for e, _ in suite.SUITES["epilogue"]) == names
+    assert {pol for _, pol in suite.SUITES["epilogue"]} == {"tf32"}
+    for example, _ in suite.SUITES["epilogue"]:
+        assert os.path.isfile(os.path.join(examples_dir, f"{example}.py"))
+    seen = []
+    monkeypatch.setattr(suite, "_run_one",
+                        lambda ex, pol, args, path: seen.append(args.inductor) or (1, ""))
+    assert suite.main(["epilogue", "--only", "c_relu_div"]) == 1  # no results: fine here
+    assert suite.main(["gemm", "--only", "L1-1_square", "--precision", "tf32"]) == 1
+    assert seen == [True, False]

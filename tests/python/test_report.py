@@ -42,3 +42,27 @@ def test_fact_commit_variable_wins_over_git(monkeypatch) -> None:
     assert git_commit() == "abc1234"
     monkeypatch.delenv("FACT_COMMIT")
     assert git_commit() != "abc1234"
+
+
+def test_inductor_columns_and_drawn_input_note() -> None:
+    fused = dict(ROW, problem="a_sub_mul_relu", fact_ms=0.25,
+                 baselines_ms={"eager_fp32": 2.7, "eager": 0.36, "inductor": 0.3},
+                 verified_on=["randn x10"])
+    plain = dict(ROW, verified_on=["own inputs"])
+    doc = bench_document("python bench/suite.py epilogue", [fused, plain], MACHINE)
+    md = render_markdown(doc)
+    header = next(line for line in md.splitlines() if line.startswith("| problem"))
+    assert ("| cuBLAS ms | torch.compile ms | FACT ms | speedup (vs eager, else cuBLAS) | "
+            "speedup vs torch.compile | max rel err |") in header
+    assert "| a_sub_mul_relu | tf32 | 2.700 | 0.360 | — | 0.300 | 0.250 | 1.44x | 1.20x |" in md
+    # A row without a torch.compile time in the same table: dashes, no speedup claimed.
+    assert "| square_4096 | tf32 | 2.700 | 0.360 | — | — | 0.300 | 1.20x | — |" in md
+    assert "Verified on drawn inputs" in md and "a_sub_mul_relu tf32 (randn x10)" in md
+    assert "square_4096 tf32 (" not in md
+    unverified = dict(fused, verified=False)
+    assert "| 0.250 (not verified) | — | — |" in render_markdown(
+        bench_document("c", [unverified], MACHINE))
+    text = render_text([fused])
+    assert "torch.compile ms" in text.splitlines()[0] and "1.20x" in text
+    # Documents without torch.compile keep the old columns.
+    assert "torch.compile" not in render_markdown(bench_document("c", [ROW], MACHINE))

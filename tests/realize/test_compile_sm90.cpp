@@ -25,15 +25,18 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   const GemmConfig coop{128, 128, 0, 1, 2, Schedule::Cooperative, TileScheduler::Persistent};
   struct Case { GemmFamilyKey family; int tile_k; TileScheduler scheduler; };
   const auto P = TileScheduler::Persistent;
-  // Tail (h) of docs/03-rules.md's examples: + a vector along N, Swish written out, tanh,
-  // GELU, hardtanh(-1, 1).
-  const auto tail = nlohmann::json::parse(R"({"op": "hardtanh", "args": [{"op": "gelu", "args": [
-      {"op": "tanh", "args": [{"op": "mul", "args": [{"op": "add", "args": [{"acc": true}, {"input": "c0"}]},
-      {"op": "sigmoid", "args": [{"op": "add", "args": [{"acc": true}, {"input": "c0"}]}]}]}]}]},
-      {"scalar": -1.0}, {"scalar": 1.0}]})");
-  GemmFamilyKey evt{"tf32", DType::F32, Layout::Row, Layout::Col, false};
+  // Tail (h) of docs/03-rules.md's examples (+ a vector along N, Swish written out, tanh,
+  // GELU, hardtanh(-1, 1)) after a GEMM with its own bias, then * a vector along M and + a
+  // tensor of D's shape: every leaf kind, in a kernel that computes D^T (A and B row-major),
+  // where vectors along N and M swap.
+  const auto tail = nlohmann::json::parse(R"({"op": "add", "args": [{"op": "mul", "args": [
+      {"op": "hardtanh", "args": [{"op": "gelu", "args": [
+      {"op": "tanh", "args": [{"op": "mul", "args": [{"op": "add", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}, {"input": "c0"}]},
+      {"op": "sigmoid", "args": [{"op": "add", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}, {"input": "c0"}]}]}]}]}]},
+      {"scalar": -1.0}, {"scalar": 1.0}]}, {"input": "c1"}]}, {"input": "c2"}]})");
+  GemmFamilyKey evt{"tf32", DType::F32, Layout::Row, Layout::Row, true};
   evt.epilogue_tree = tail;
-  evt.epilogue_broadcast = {{"c0", "n"}};
+  evt.epilogue_broadcast = {{"bias", "n"}, {"c0", "n"}, {"c1", "m"}, {"c2", "mn"}};
   const std::vector<Case> cases{
       {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32, P},
       {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64, P},

@@ -89,3 +89,37 @@ TEST(EpilogueProgram, MalformedTreesAreNamed) {
   for (int k = 0; k < 40; ++k) deep = json{{"op", "add"}, {"args", {{{"scalar", 1.0}}, deep}}};
   EXPECT_THROW(compile_epilogue(deep), fact::Error);  // > 64 steps
 }
+
+TEST(EpilogueProgram, BranchSidesRecordWhichWayEachBreakpointWent) {
+  // relu(mul(sub(acc, 2.0), 1.5)): acc, 2.0, sub, 1.5, mul, relu -> relu is step 5.
+  const auto prog = compile_epilogue(json::parse(
+      R"({"op":"relu","args":[{"op":"mul","args":[{"op":"sub","args":[{"acc":true},{"scalar":2.0}]},{"scalar":1.5}]}]})"));
+  const double in[4] = {0, 0, 0, 0};
+  uint32_t sides[2 * EpilogueProgram::kMaxInstr / 32] = {};
+  eval_epilogue<double>(prog, 0.5, in, sides);  // (0.5 - 2) * 1.5 < 0: cut
+  EXPECT_EQ(sides[0], 1u << 11);
+  eval_epilogue<double>(prog, 3.0, in, sides);  // passes through
+  EXPECT_EQ(sides[0], (1u << 11) | (1u << 10));
+  // hardtanh(acc, -1, 1): clamp_lo at step 1, clamp_hi at step 2.
+  const auto ht = compile_epilogue(json::parse(R"({"op":"hardtanh","args":[{"acc":true},{"scalar":-1.0},{"scalar":1.0}]})"));
+  uint32_t s2[2 * EpilogueProgram::kMaxInstr / 32] = {};
+  eval_epilogue<double>(ht, 5.0, in, s2);  // above both bounds: lo passes, hi cuts
+  EXPECT_EQ(s2[0], (1u << 2) | (1u << 5));
+}
+
+TEST(EpilogueProgram, ErrorBoundFollowsTheTailsSlope) {
+  const double in[4] = {0, 0, 0, 0};
+  const auto tanh_prog = compile_epilogue(json::parse(R"({"op":"tanh","args":[{"acc":true}]})"));
+  // Near 0 tanh has slope 1: an acc error of 1e-3 may move the output by 1e-3.
+  EXPECT_NEAR(epilogue_error_bound(tanh_prog, 0.0, in, 1e-3), 1e-3, 1e-6);
+  // Saturated, the same acc error barely moves it: the bound shrinks with it (a kernel
+  // off by 1e-3 there is wrong).
+  EXPECT_LT(epilogue_error_bound(tanh_prog, 20.0, in, 1e-3), 1e-4);
+  // A scale multiplies it: (acc - 2) * 1.5.
+  const auto lin = compile_epilogue(json::parse(
+      R"({"op":"mul","args":[{"op":"sub","args":[{"acc":true},{"scalar":2.0}]},{"scalar":1.5}]})"));
+  EXPECT_NEAR(epilogue_error_bound(lin, 10.0, in, 1e-2), 1.5e-2, 1e-4);
+  // The float32 evaluation term never lets a constant-zero output pass where ref is 1.
+  const auto relu = compile_epilogue(json::parse(R"({"op":"relu","args":[{"acc":true}]})"));
+  EXPECT_LT(epilogue_error_bound(relu, 1.0, in, 1e-3), 0.01);
+}

@@ -23,10 +23,23 @@ TEST(EvtCodegen, TailASubMulReluNestsComputeNodesOverAccAndScalars) {
             std::string::npos) << src.declarations;
   EXPECT_NE(src.declarations.find("using Evt1 = cutlass::epilogue::fusion::Sm90EVT<EvtCompute<cutlass::multiplies>, Evt0, EvtScalar>;"),
             std::string::npos);
-  EXPECT_NE(src.declarations.find("using FusionOp = cutlass::epilogue::fusion::Sm90EVT<EvtRoot<cutlass::epilogue::thread::ReLu>, Evt1>;"),
+  EXPECT_NE(src.declarations.find("using FusionOp = cutlass::epilogue::fusion::Sm90EVT<EvtRoot<FactRelu>, Evt1>;"),
             std::string::npos);
-  EXPECT_EQ(src.declarations.find("FactMax"), std::string::npos);  // not needed
+  // relu keeps NaN, as torch.relu does; only the functors used are defined.
+  EXPECT_NE(src.declarations.find("x > 0.0f ? x : (x != x ? x : 0.0f)"), std::string::npos);
+  EXPECT_EQ(src.declarations.find("FactMax"), std::string::npos);
+  EXPECT_NE(src.declarations.find("kEpiInputMask = 0u, kEpiTensorMask = 0u"), std::string::npos);
   EXPECT_EQ(src.arguments, "  args.epilogue.thread = {{{{}, {{float(2)}}, {}}, {{float(1.5)}}, {}}, {}};\n");
+}
+
+TEST(EvtCodegen, TranscendentalsUseAccurateFp32Math) {
+  const auto src = render_evt(op("tanh", {op("gelu", {op("sigmoid", {op("mish", {leaf_acc()})})})}), json::object());
+  EXPECT_NE(src.declarations.find("tanhf(x)"), std::string::npos);
+  EXPECT_NE(src.declarations.find("erff(x * 0.70710678118654752f)"), std::string::npos);
+  EXPECT_NE(src.declarations.find("1.0f / (1.0f + expf(-x))"), std::string::npos);
+  EXPECT_NE(src.declarations.find("x * tanhf(log1pf(expf(x)))"), std::string::npos);
+  EXPECT_EQ(src.declarations.find("tanh.approx"), std::string::npos);
+  EXPECT_EQ(src.declarations.find("cutlass::epilogue::thread::"), std::string::npos);
 }
 
 TEST(EvtCodegen, HardtanhLeakyReluAndCubeBecomePrimitiveNodes) {
@@ -45,19 +58,33 @@ TEST(EvtCodegen, HardtanhLeakyReluAndCubeBecomePrimitiveNodes) {
             std::string::npos);
 }
 
-TEST(EvtCodegen, AVectorAlongNTravelsAsTheBiasPointer) {
-  const auto src = render_evt(op("relu", {op("add", {leaf_acc(), json{{"input", "c0"}}})}), json{{"c0", "n"}});
-  EXPECT_NE(src.declarations.find("Sm90RowBroadcast<0, TileShape, ElementD, ElementCompute>"), std::string::npos);
-  EXPECT_NE(src.declarations.find("Sm90ColBroadcast<0, TileShape, ElementD, ElementCompute>"), std::string::npos);
-  EXPECT_NE(src.arguments.find("static_cast<const ElementD*>(p.bias)"), std::string::npos);
+TEST(EvtCodegen, InputsReadTheirOwnSlotsByBroadcastKind) {
+  // relu(add(add(acc, bias), c0)) * c1 + c2: the GEMM's bias, a vector along N, one along
+  // M and a tensor of D's shape.
+  const json tree = op("add", {op("mul", {op("relu", {op("add", {op("add", {leaf_acc(), json{{"input", "bias"}}}),
+                                                                  json{{"input", "c0"}}})}),
+                                          json{{"input", "c1"}}}),
+                               json{{"input", "c2"}}});
+  const auto src = render_evt(tree, json{{"bias", "n"}, {"c0", "n"}, {"c1", "m"}, {"c2", "mn"}});
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.bias)}"), std::string::npos) << src.arguments;
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.epi[0])}"), std::string::npos);
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.epi[1])}"), std::string::npos);
+  EXPECT_NE(src.arguments.find("aux_stride(p.epi_ld[2], p.epi_batch_stride[2])"), std::string::npos);
+  EXPECT_NE(src.declarations.find("kEpiInputMask = 7u, kEpiTensorMask = 4u"), std::string::npos);
+  EXPECT_NE(src.declarations.find("Sm90EVT<EvtCompute<cutlass::plus>, EvtAcc, EvtRowVector>"), std::string::npos)
+      << src.declarations;
+  EXPECT_NE(src.declarations.find("Sm90EVT<EvtCompute<cutlass::multiplies>, Evt2, EvtColVector>"), std::string::npos);
+  EXPECT_NE(src.declarations.find("Sm90EVT<EvtRoot<cutlass::plus>, Evt3, EvtTensor>"), std::string::npos);
+  // Row and column swap in a kernel that computes D^T.
+  EXPECT_NE(src.declarations.find("using EvtRowVector = cute::conditional_t<kSwapAB, EvtMVector, EvtNVector>;"),
+            std::string::npos);
 }
 
 TEST(EvtCodegen, RefusesWhatItCannotGenerate) {
-  EXPECT_THROW(render_evt(op("mish", {leaf_acc()}), json::object()), fact::Error);
   EXPECT_THROW(render_evt(op("pow", {leaf_acc(), num(2.5)}), json::object()), fact::Error);
-  EXPECT_THROW(render_evt(op("add", {leaf_acc(), json{{"input", "c0"}}}), json{{"c0", "mn"}}), fact::Error);
-  EXPECT_THROW(render_evt(op("add", {op("add", {leaf_acc(), json{{"input", "c0"}}}), json{{"input", "c1"}}}),
-                          json{{"c0", "n"}, {"c1", "n"}}),
-               fact::Error);
+  EXPECT_THROW(render_evt(op("softmax", {leaf_acc()}), json::object()), fact::Error);
+  EXPECT_THROW(render_evt(op("add", {leaf_acc(), json{{"input", "c0"}}}), json{{"c0", "scalar"}}), fact::Error);
+  EXPECT_THROW(render_evt(op("add", {leaf_acc(), json{{"input", "c4"}}}), json{{"c4", "n"}}), fact::Error);
+  EXPECT_THROW(render_evt(op("add", {leaf_acc(), json{{"input", "c0"}}}), json::object()), fact::Error);
   EXPECT_THROW(render_evt(leaf_acc(), json::object()), fact::Error);
 }

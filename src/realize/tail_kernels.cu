@@ -1,0 +1,149 @@
+#define FACT_NO_JSON  // the device side needs only the program
+#include "realize/tail_kernels.h"
+
+#include "realize/cuda_check.h"
+#include "realize/device_util.cuh"
+
+namespace fact::realize {
+
+using namespace device;
+
+namespace {
+
+constexpr int kSideWords = 2 * EpilogueProgram::kMaxInstr / 32;
+
+// The inputs' values at element (b, i, j), converted to T.
+template <class T, class In>
+__device__ void gather(const TailInputs& in, int64_t b, int64_t i, int64_t j, T* out) {
+  for (int s = 0; s < 4; ++s) {
+    const In* p = static_cast<const In*>(in.ptr[s]);
+    switch (in.kind[s]) {
+      case TailInputKind::n: out[s] = T(to_double(p[j])); break;
+      case TailInputKind::m: out[s] = T(to_double(p[i])); break;
+      case TailInputKind::mn: out[s] = T(to_double(p[b * in.bs[s] + i * in.ld[s] + j])); break;
+      default: out[s] = T(0); break;
+    }
+  }
+}
+template <>
+__device__ void gather<double, double>(const TailInputs& in, int64_t b, int64_t i, int64_t j, double* out) {
+  for (int s = 0; s < 4; ++s) {
+    const double* p = static_cast<const double*>(in.ptr[s]);
+    out[s] = in.kind[s] == TailInputKind::n ? p[j] : in.kind[s] == TailInputKind::m ? p[i]
+           : in.kind[s] == TailInputKind::mn ? p[b * in.bs[s] + i * in.ld[s] + j] : 0.0;
+  }
+}
+
+__global__ void reference_stats_kernel(const double* acc64, EpilogueProgram prog, TailInputs in, int64_t l,
+                                       int64_t m, int64_t n, int64_t ldd, int64_t bsd, TailReferenceStats* stats) {
+  uint32_t sides[kSideWords] = {};
+  double max_ref = 0, max_acc = 0;
+  unsigned long long differs = 0;
+  double x[4];
+  gather<double, double>(in, 0, 0, 0, x);
+  const double first = eval_epilogue<double>(prog, acc64[0], x);
+  const int64_t total = l * m * n;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = e % n, i = (e / n) % m, b = e / (n * m);
+    gather<double, double>(in, b, i, j, x);
+    const double acc = acc64[b * bsd + i * ldd + j];
+    const double r = eval_epilogue<double>(prog, acc, x, sides);
+    max_ref = fmax(max_ref, fabs(r));
+    max_acc = fmax(max_acc, fabs(acc));
+    if (!(r == first)) ++differs;
+  }
+  for (int w = 0; w < kSideWords; ++w) {
+    const uint32_t v = __reduce_or_sync(0xffffffffu, sides[w]);
+    if (v && (threadIdx.x & 31) == 0) atomicOr(&stats->sides[w], v);
+  }
+  atomic_max_nonneg(&stats->max_abs_ref, max_ref);
+  atomic_max_nonneg(&stats->max_abs_acc, max_acc);
+  atomicAdd(&stats->differs_from_first, differs);
+  if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
+}
+
+template <class T>
+__global__ void compare_tail_kernel(const T* d, const double* acc64, EpilogueProgram prog, TailInputs in,
+                                    double delta, int64_t l, int64_t m, int64_t n, int64_t ldd, int64_t bsd,
+                                    CompareStats* stats) {
+  double max_err = 0, max_ref = 0, sq_err = 0, sq_ref = 0;
+  unsigned long long nonfinite = 0, differs = 0, over = 0;
+  const double first = to_double(d[0]);
+  double x[4];
+  const int64_t total = l * m * n;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = e % n, i = (e / n) % m, b = e / (n * m);
+    const int64_t off = b * bsd + i * ldd + j;
+    gather<double, double>(in, b, i, j, x);
+    const double acc = acc64[off];
+    const double r = eval_epilogue<double>(prog, acc, x);
+    const double v = to_double(d[off]);
+    max_ref = fmax(max_ref, fabs(r));
+    sq_ref += r * r;
+    if (!isfinite(v) && isfinite(r)) {
+      ++nonfinite;
+      continue;
+    }
+    if (!(v == first)) ++differs;
+    const double err = fabs(v - r);
+    max_err = fmax(max_err, err);
+    sq_err += err * err;
+    if (err > epilogue_error_bound(prog, acc, x, delta)) ++over;
+  }
+  atomic_max_nonneg(&stats->max_abs_err, max_err);
+  atomic_max_nonneg(&stats->max_abs_ref, max_ref);
+  atomicAdd(&stats->sum_sq_err, sq_err);
+  atomicAdd(&stats->sum_sq_ref, sq_ref);
+  atomicAdd(&stats->nonfinite, nonfinite);
+  atomicAdd(&stats->differs_from_first, differs);
+  atomicAdd(&stats->over_bound, over);
+  if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
+}
+
+template <class T>
+__global__ void apply_tail_kernel(T* d, EpilogueProgram prog, TailInputs in, int64_t l, int64_t m, int64_t n,
+                                  int64_t ldd, int64_t bsd) {
+  float x[4];
+  const int64_t total = l * m * n;
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = e % n, i = (e / n) % m, b = e / (n * m);
+    T* p = d + b * bsd + i * ldd + j;
+    gather<float, T>(in, b, i, j, x);
+    *p = from_double<T>(double(eval_epilogue<float>(prog, float(to_double(*p)), x)));
+  }
+}
+
+}  // namespace
+
+void tail_reference_stats(const double* acc64, const EpilogueProgram& prog, const TailInputs& inputs64, int64_t l,
+                          int64_t m, int64_t n, int64_t ldd, int64_t bsd, TailReferenceStats* stats,
+                          cudaStream_t stream) {
+  FACT_CUDA(cudaMemsetAsync(stats, 0, sizeof(TailReferenceStats), stream));
+  reference_stats_kernel<<<std::min(blocks_for(l * m * n), 1024), kThreads, 0, stream>>>(acc64, prog, inputs64, l, m,
+                                                                                        n, ldd, bsd, stats);
+  FACT_CUDA_LAUNCH();
+}
+
+void compare_to_tail_reference(const void* d, DType dtype, const double* acc64, const EpilogueProgram& prog,
+                               const TailInputs& inputs64, double delta, int64_t l, int64_t m, int64_t n,
+                               int64_t ldd, int64_t bsd, CompareStats* stats, cudaStream_t stream) {
+  FACT_CUDA(cudaMemsetAsync(stats, 0, sizeof(CompareStats), stream));
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    compare_tail_kernel<T><<<std::min(blocks_for(l * m * n), 1024), kThreads, 0, stream>>>(
+        static_cast<const T*>(d), acc64, prog, inputs64, delta, l, m, n, ldd, bsd, stats);
+  });
+  FACT_CUDA_LAUNCH();
+}
+
+void apply_tail(void* d, DType dtype, const EpilogueProgram& prog, const TailInputs& inputs, int64_t l, int64_t m,
+                int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream) {
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    apply_tail_kernel<T><<<blocks_for(l * m * n), kThreads, 0, stream>>>(static_cast<T*>(d), prog, inputs, l, m, n,
+                                                                         ldd, bsd);
+  });
+  FACT_CUDA_LAUNCH();
+}
+
+}  // namespace fact::realize

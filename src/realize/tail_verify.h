@@ -1,0 +1,60 @@
+// Verifying a GEMM with a fused elementwise tail (docs/06-verification.md, "Fused tails"):
+// the tail's external inputs on the device, the float64 reference of each draw, the check
+// that a draw can tell right from wrong, and which branches the draws exercised.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "realize/device_buffer.h"
+#include "realize/epilogue_program.h"
+#include "realize/gemm_candidates.h"
+#include "realize/tail_kernels.h"
+
+namespace fact::realize {
+
+/// A draw informs when its reference output varies over at least this share of the
+/// elements (and at least one): a constant reference (a ReLU that cuts everything, a clamp
+/// that saturates everywhere) cannot tell a right kernel from one that writes that constant.
+constexpr double kInformativeShare = 1e-3;
+
+class TailCheck {
+ public:
+  /// Allocates the inputs of `p`'s tail (p.fused() must hold). Throws fact::Error when the
+  /// tail does not compile or the GPU fails.
+  explicit TailCheck(const GemmProblem& p);
+
+  /// Points args.epi at the inputs (a tensor of D's shape uses D's strides).
+  void set_args(FactGemmArgs& args) const;
+  /// Fresh normal inputs with standard deviation `scale` (and their float64 copies).
+  void fill(uint64_t seed, double scale, cudaStream_t stream);
+  /// Examines the draw's reference after `acc64` holds the float64 GEMM result (syncs):
+  /// records the branch sides it exercised; returns "" when the draw informs, else why not.
+  std::string examine(const double* acc64, cudaStream_t stream);
+  /// max |acc64| of the last examined draw.
+  double max_abs_acc() const { return last_.max_abs_acc; }
+  /// CompareStats of `d` against the last draw's tail reference, `delta` = the GEMM's
+  /// allowed absolute error.
+  void compare(const void* d, const double* acc64, double delta, CompareStats* stats_device,
+               cudaStream_t stream) const;
+  /// The branches no examined, informative draw took both ways ("" when every one did),
+  /// e.g. "relu (step 4) never saw x <= 0".
+  std::string unexercised() const;
+  const EpilogueProgram& program() const { return prog_; }
+
+ private:
+  GemmProblem p_;
+  EpilogueProgram prog_;
+  TailInputs in_, in64_;
+  std::vector<DeviceBuffer> buffers_;
+  DeviceBuffer stats_;
+  TailReferenceStats last_{};
+  uint32_t sides_[2 * EpilogueProgram::kMaxInstr / 32] = {};
+};
+
+/// A vendor candidate followed by the tail as one fp32 elementwise pass: the unfused way
+/// to compute a fused pattern, and the time a fused kernel must beat. Named "<inner>+tail".
+std::unique_ptr<GemmCandidate> make_tail_pass_candidate(std::unique_ptr<GemmCandidate> inner,
+                                                        const GemmProblem& p);
+
+}  // namespace fact::realize

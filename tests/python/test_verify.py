@@ -1,0 +1,142 @@
+"""Module verification notices references that cannot tell right from wrong (CPU only).
+
+Linear, then (x - 2) * 1.5, then ReLU, with small weights: on uniform [0, 1) inputs every
+output is 0, so a module writing zeros would match the reference exactly. verify() then
+checks on drawn inputs (randn at scales 1, 10, 100) until the reference is informative.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from fact.optimize import (DRAW_SCALES, draw_inputs, uninformative_reason, verify)
+
+
+class _SubMulRelu(nn.Module):
+    def __init__(self, factor: float = 1.5) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = nn.Linear(16, 32)
+        with torch.no_grad():
+            self.fc.weight.mul_(0.5)
+        self.factor = factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu((self.fc(x) - 2.0) * self.factor)
+
+
+class _Zeros(nn.Module):
+    """A 'FACT module' whose kernel writes zeros."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(x.shape[0], 32, dtype=x.dtype, device=x.device)
+
+
+class _Wraps(nn.Module):
+    """A 'FACT module' that computes what ``model`` computes (right, or not)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return self.model(x)
+
+
+def _inputs() -> list[torch.Tensor]:
+    return [torch.rand(64, 16, generator=torch.Generator().manual_seed(1))]
+
+
+def test_rand_inputs_give_an_uninformative_reference() -> None:
+    model = _SubMulRelu()
+    with torch.no_grad():
+        assert not model(_inputs()[0]).any()
+    assert "all 2048 elements equal 0" in uninformative_reason(model(_inputs()[0]))
+
+
+def test_uninformative_rule() -> None:
+    x = torch.randn(1000, dtype=torch.float64)
+    assert uninformative_reason(x) == ""
+    assert uninformative_reason(torch.full((10, 10), 3.0)).endswith("all 100 elements equal 3")
+    mostly = torch.zeros(1000)
+    mostly[:9] = torch.arange(1, 10)  # 0.9 % differ from 0
+    assert "only 9 of 1000 elements (0.900%) differ from 0" in uninformative_reason(mostly)
+    mostly[:10] = torch.arange(1, 11)  # 1 % differ: informative
+    assert uninformative_reason(mostly) == ""
+    # Every output is judged; single-element and integer outputs are not.
+    assert uninformative_reason((x, torch.zeros(5))).startswith("output 1:")
+    assert uninformative_reason((x, torch.zeros(1), torch.zeros(5, dtype=torch.int64))) == ""
+
+
+def test_zeros_module_fails_on_the_drawn_inputs() -> None:
+    model = _SubMulRelu()
+    checks = verify(_Zeros(), model, _inputs(), "fp32")
+    fact = checks["fact"]
+    assert not fact.ok
+    assert fact.reason.startswith("randn x10: ") and "trivially wrong" in fact.reason
+    assert [(d["name"], d["informative"]) for d in checks["draws"]] == [
+        ("own inputs", False), ("randn x1", False), ("randn x10", True)]
+    # On its own inputs the zeros module matches the all-zero reference exactly.
+    assert checks["draws"][0]["fact"]["ok"] and checks["draws"][0]["fact"]["rel_fro_err"] == 0
+
+
+def test_right_module_passes_and_reports_the_extra_draw() -> None:
+    model = _SubMulRelu()
+    fact_module = _Wraps(model)
+    checks = verify(fact_module, model, _inputs(), "fp32")
+    assert checks["fact"].ok, checks["fact"].reason
+    draws = checks["draws"]
+    assert [d["name"] for d in draws] == ["own inputs", "randn x1", "randn x10"]
+    assert "all 2048 elements equal 0" in draws[0]["reason"]
+    assert draws[1]["scale"] == 1.0 and "fact" not in draws[1]  # not checked: uninformative
+    assert draws[2]["informative"] and draws[2]["fact"]["ok"] and draws[2]["fallbacks"] is None
+    assert fact_module.calls == 2  # own inputs and randn x10
+    assert checks["eager"].ok and checks["fact"].rel_fro_err < 1e-6
+
+
+def test_module_wrong_only_where_the_reference_is_informative_fails() -> None:
+    model = _SubMulRelu()
+    checks = verify(_Wraps(_SubMulRelu(factor=1.4)), model, _inputs(), "fp32")
+    assert not checks["fact"].ok
+    assert checks["fact"].reason.startswith("randn x10: relative Frobenius error")
+
+
+def test_no_informative_draw_fails_with_a_clear_reason() -> None:
+    class _AlwaysZero(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 32)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(-self.fc(x).abs())
+
+    model = _AlwaysZero()
+    checks = verify(_Wraps(model), model, _inputs(), "fp32")
+    assert not checks["fact"].ok
+    assert "cannot tell right from wrong on any input tried" in checks["fact"].reason
+    assert [d["name"] for d in checks["draws"]] == ["own inputs"] + [
+        f"randn x{s:g}" for s in DRAW_SCALES]
+    assert not any(d["informative"] for d in checks["draws"])
+
+
+def test_informative_own_inputs_need_no_draws() -> None:
+    model = nn.Linear(16, 32)
+    checks = verify(_Wraps(model), model, [torch.randn(8, 16)], "fp32")
+    assert checks["fact"].ok and checks["fact"].reason == ""
+    assert [(d["name"], d["informative"]) for d in checks["draws"]] == [("own inputs", True)]
+
+
+def test_draws_keep_layout_and_are_deterministic() -> None:
+    a = torch.rand(16, 8).t()  # column-major view
+    idx = torch.arange(4)
+    d1 = draw_inputs([a, idx, 3.0], 10.0)
+    assert d1[0].shape == a.shape and d1[0].stride() == a.stride()
+    assert d1[1] is idx and d1[2] == 3.0
+    d2 = draw_inputs([a, idx, 3.0], 1.0)
+    assert torch.allclose(d1[0], 10.0 * d2[0])
+    assert torch.equal(draw_inputs([a], 10.0)[0], d1[0])
+    assert d1[0].std().item() == pytest.approx(10.0, rel=0.3)
