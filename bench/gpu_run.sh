@@ -4,19 +4,7 @@
 # Expects a built factc (FACTC, default build/factc), CUTLASS headers in .deps/cutlass and
 # optionally a warm kernel cache in .kcache. Writes at most six files to $OUT.
 set -uo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-OUT="${OUT:-/tmp/fact-out}"
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export FACT_FACTC="$ROOT/${FACTC:-build/factc}"
-# The kernel cache (and the registry inside it, unless FACT_REGISTRY says otherwise): the
-# repository's .kcache, or FACT_CACHE_DIR seeded from it (a cache that outlives the checkout).
-export FACT_CACHE_DIR="${FACT_CACHE_DIR:-$ROOT/.kcache}"
-if [ "$FACT_CACHE_DIR" != "$ROOT/.kcache" ] && [ -d "$ROOT/.kcache" ]; then
-  mkdir -p "$FACT_CACHE_DIR" && cp -rn "$ROOT/.kcache/." "$FACT_CACHE_DIR/"
-fi
-export PYTHONPATH="$ROOT/python" PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   nvcc --version | tail -2

@@ -2,8 +2,8 @@
 # FACT setup for a fresh Debian machine with the CUDA toolkit at /usr/local/cuda:
 #   1. Debian packages the engine builds with (JSON, CLI parsing, formatting, hashing,
 #      SQLite, GoogleTest, CMake, Ninja);
-#   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy)
-#      and the `fact` package itself (editable);
+#   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy,
+#      matplotlib for the report's charts) and the `fact` package itself (editable);
 #   3. the CUTLASS C++ headers from the nvidia-cutlass wheel into .deps/cutlass;
 #   4. the engine (factc) and its tests, built into build/.
 # Idempotent: a second run only rebuilds what changed.
@@ -16,6 +16,8 @@ TORCH_VERSION=2.11.0
 CUTLASS_WHEEL_VERSION=4.2.0.0
 PYTEST_VERSION=8.3.4
 NUMPY_VERSION=2.4.6
+# Optional at run time: without it `fact optimize` skips the report's PNG charts.
+MATPLOTLIB_VERSION=3.11.2
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -38,7 +40,7 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "pytest==${PYTEST_VERSION}" \
-  "numpy==${NUMPY_VERSION}" setuptools wheel
+  "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" setuptools wheel
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f .deps/cutlass/include/cutlass/version.h ]; then

@@ -83,6 +83,9 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
     fact = report["checks"]["fact"]
     if not row["verified"]:
         print(f"verification FAILED: {fact['reason']}")
+    if "coverage" in row:
+        print(f"coverage: {row['coverage']:.1%} of eager time is in FACT kernels; report: "
+              f"{os.path.join(report['artifact'], 'report.md')}")
     if row.get("fallbacks"):
         print(f"note: {row['fallbacks']} kernel calls fell back to ATen "
               f"({module.fallback_counts()})")

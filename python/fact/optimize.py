@@ -12,6 +12,8 @@ The order, and why:
    on the user's inputs and, when their reference cannot tell right from wrong (e.g. a ReLU
    that zeroes every element), on drawn inputs too (:func:`verify`).
 7. time eager fp32, eager under the policy, FACT (and torch.compile) alternating.
+8. append the module-level section (and charts) to ``artifact/report.md``
+   (:func:`fact.module_report.write_module_report`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import dataclasses
 import json
 import os
 import time
+import warnings
 from typing import Any, Sequence
 
 import torch
@@ -27,6 +30,7 @@ import torch
 from fact.bench import float64_reference, time_variants
 from fact.export import export_program, graph_from_program, write_graph
 from fact.factc import find_factc, run_factc
+from fact.module_report import coverage, write_module_report
 from fact.precision import (Check, check_output, eager_precision, fact_precision,
                             resolve_policy, tolerance)
 from fact.runtime import FactModule, load, save_params
@@ -372,7 +376,9 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
 
     Returns:
         A :class:`fact.runtime.FactModule` whose ``.report`` is the docs/07-bench-format.md row (with
-        ``verified``, timings and kernels) plus ``checks`` (the verification details).
+        ``verified``, timings, kernels and ``coverage``) plus ``checks`` (the verification
+        details). ``artifact/report.md`` gains a ``## Module`` section (and, with matplotlib,
+        ``report_times.png`` and ``report_patterns.png``).
 
     Raises:
         GpuRequired: no GPU; kernels were compiled but nothing was verified.
@@ -402,7 +408,13 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "compile_tune_s": round(compile_s, 2),
         "kernels": _kernels(module),
         "fallbacks": sum(module.fallback_counts().values()),
+        # Share of eager time now in FACT kernels, in [0, 1] (fact.module_report.coverage).
+        "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms), 4),
     }
+    try:
+        write_module_report(artifact, row, checks, timings, module.manifest or {})
+    except OSError as exc:  # the results above stand; only the report file is missing
+        warnings.warn(f"fact: could not write the module report in {artifact}: {exc}")
     module.report = {"row": row, "realized": realized, "artifact": artifact,
                      "checks": {k: (dataclasses.asdict(v) if isinstance(v, Check) else v)
                                 for k, v in checks.items()},

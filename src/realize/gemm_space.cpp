@@ -18,6 +18,7 @@ namespace {
 // for the staging transpose).
 constexpr double kTf32Peak = 380e12, kHalfPeak = 760e12, kGemmBw = 4.0e12, kStageBw = 3.0e12;
 constexpr int kPeakSms = 132;
+constexpr double kFp32Instructions = 33e12;  // H200 fp32 lanes: 128 per SM x 132 SMs x 1.98 GHz
 
 // Layouts tf32 WGMMA can read as given (after staging): A row-major with B column-major
 // (both K-major), A row-major with B row-major (FACT transposes the problem, A^T then
@@ -189,6 +190,17 @@ int accumulators_per_thread(const GemmConfig& c) {
   return c.tile_m * c.tile_n / (c.schedule == Schedule::Cooperative ? 256 : 128);
 }
 
+// fp32 instructions a fused tail spends per element: about 20 for each transcendental
+// (CUDA's erff/tanhf/expf are polynomial evaluations with range reduction), one for every
+// other node. A tail input of D's shape adds D's bytes to read.
+double tail_instructions(const nlohmann::json& t) {
+  if (!t.is_object() || !t.contains("op")) return 0;
+  static const std::set<std::string> heavy{"gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "erf", "mish"};
+  double n = heavy.count(t.at("op").get<std::string>()) ? 20 : 1;
+  for (const auto& a : t.at("args")) n += tail_instructions(a);
+  return n;
+}
+
 }  // namespace
 
 double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmProblem& p, int sm_count) {
@@ -224,8 +236,12 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
   // A cooperative kernel stores a tile's D before its warpgroups start the next tile;
   // pingpong overlaps one warpgroup's epilogue with the other's mainloop. When D's
   // traffic dominates (small K), about a quarter of it stays exposed in the former.
+  // A fused tail's arithmetic (at the fp32 rate, 128 lanes x 132 SMs x 1.98 GHz = 33e12
+  // instructions/s) is exposed the same way in a cooperative kernel.
+  const double elements = double(p.l) * p.m * p.n;
+  const double tail_s = elements * tail_instructions(f.epilogue_tree) / kFp32Instructions;
   const double exposed_epilogue =
-      c.schedule == Schedule::Cooperative ? 0.25 * double(p.l) * p.m * p.n * bytes / kGemmBw : 0.0;
+      c.schedule == Schedule::Cooperative ? 0.25 * elements * bytes / kGemmBw + tail_s : 0.0;
   return std::max(compute, memory) + exposed_epilogue + staging;
 }
 

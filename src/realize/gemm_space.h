@@ -87,7 +87,9 @@ struct GemmKernelChoice {
 /// Memory = operand and D bytes at 4.0 TB/s (for stream-K with fewer tiles than SMs, each
 /// tile column/row re-reads its panel unless a cluster shares it), plus a quarter of D's
 /// store time for cooperative kernels (their epilogue does not overlap the next tile's
-/// mainloop; pingpong's does). Staging = bytes read and written at 3.0 TB/s.
+/// mainloop; pingpong's does), and so is a fused tail's arithmetic (about 20 fp32
+/// instructions per transcendental, 1 per other node, per element, at 33e12 instructions/s).
+/// Staging = bytes read and written at 3.0 TB/s.
 double estimate_seconds(const GemmFamilyKey& family, const GemmConfig& config, const GemmProblem& p,
                         int sm_count);
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs a benchmark suite's problems one at a time on the GPU machine, each into its own
+# result file, until a deadline: a run cut short keeps every finished row. Merge the files
+# afterwards with bench/merge_results.py.
+#   DEADLINE_S=520 SUITE=epilogue bash bench/gpu_rows.sh NAME ... [-- SUITE_ARGS ...]
+# Expects FACTC (default build/factc), CUTLASS headers in .deps/cutlass and optionally a
+# warm kernel cache in .kcache. Writes rows/<name>.json, rows.log and work.tar.gz to $OUT.
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
+mkdir -p "$OUT/rows"
+SUITE="${SUITE:-epilogue}"
+DEADLINE_S="${DEADLINE_S:-520}"   # start no new problem after this many seconds
+ROW_S="${ROW_S:-100}"              # what one problem is expected to take
+names=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do names+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+start=$SECONDS
+for n in "${names[@]}"; do
+  if [ $((SECONDS - start + ROW_S)) -gt "$DEADLINE_S" ]; then
+    echo "gpu_rows: no time left for $n (deadline ${DEADLINE_S} s)"; continue
+  fi
+  echo "== $n at $((SECONDS - start)) s"
+  python3 bench/suite.py "$SUITE" --only "$n" --out "$OUT/rows/$n.json" --work /tmp/fact-work "$@"
+done 2>&1 | tee "$OUT/rows.log"
+tar czf "$OUT/work.tar.gz" --exclude='*.so' --exclude='*.o' --exclude='params.pt' -C /tmp fact-work 2>/dev/null
+echo "gpu_rows: done in $((SECONDS - start)) s"
