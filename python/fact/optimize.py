@@ -268,6 +268,11 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
             reasons.append(f"{OWN_INPUTS}: {own['fact'].reason}")
         if not fact.ok:
             reasons.append(f"{name}: {fact.reason}")
+        if fallbacks:
+            # The kernels did not run on these inputs (e.g. their strides differ from the
+            # plan's): ATen passing proves nothing about them.
+            reasons.append(f"{name}: {fallbacks} kernel call(s) fell back to ATen, so the "
+                           f"kernels were not checked on these inputs")
         verdict = dataclasses.replace(fact, ok=not reasons, reason="; ".join(reasons))
         return {**checks, "fact": verdict, "draws": draws}
 

@@ -67,8 +67,28 @@ std::string render_report(const json& plan, const json& realized, const json& ma
       status = "fused into `" + m.value("kernel", std::string()) + "`";
     } else if (r.is_object() && r.contains("epilogue") && !r.at("epilogue").value("fusable", true)) {
       status = "left to ATen: " + r.at("epilogue").value("reason", std::string());
+    } else if (r.is_object() && r.contains("cutlass_unavailable")) {
+      status = "left to ATen: no CUTLASS kernel for this problem (" + r.at("cutlass_unavailable").get<std::string>() + ")";
     } else {
-      status = "left to ATen: the vendor GEMM with the tail as ATen ops was fastest or no fused kernel passed verification";
+      // Why the fused kernels lost: all quarantined, or the vendor path was faster.
+      const json* best_fused = nullptr;
+      const json* best_vendor = nullptr;
+      std::string first_reason;
+      for (const auto& c : r.value("candidates", json::array())) {
+        const bool ok = c.value("status", "") == "ok";
+        const json*& best = c.value("impl", "") == "cutlass" ? best_fused : best_vendor;
+        if (ok && (!best || c.at("median_ms").get<double>() < best->at("median_ms").get<double>())) best = &c;
+        if (!ok && c.value("impl", "") == "cutlass" && first_reason.empty()) first_reason = c.value("reason", "");
+      }
+      if (!best_fused) {
+        status = "left to ATen: every fused kernel was quarantined" + (first_reason.empty() ? std::string() : " (" + first_reason + ")");
+      } else if (best_vendor) {
+        status = fmt::format("left to ATen: `{}` (the vendor GEMM, then the tail as one elementwise pass) took {:.4f} ms, the best fused kernel {:.4f} ms",
+                             best_vendor->value("kernel", ""), best_vendor->at("median_ms").get<double>(),
+                             best_fused->at("median_ms").get<double>());
+      } else {
+        status = "left to ATen: not realized on a GPU";
+      }
     }
     s += fmt::format("- {}: `{}` (nodes {}) — {}\n", pat.value("id", ""), e.value("expr", ""), ops, status);
     if (r.is_object() && r.contains("verification")) {

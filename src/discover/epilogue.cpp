@@ -134,6 +134,12 @@ class Builder {
       throw NotFusable{fmt::format("%{}: operand %{} of shape [{}] does not broadcast along M or N of [{}]",
                                    n.name, *ref, fmt::join(t.shape, ", "), fmt::join(acc_type_.shape, ", "))};
     }
+    // The kernel reads a vector as consecutive elements and a tensor as rows of N
+    // consecutive elements with one leading stride (folded batches included).
+    if (kind != "scalar" && !t.is_contiguous()) {
+      throw NotFusable{fmt::format("%{}: operand %{} (strides [{}]) is not contiguous", n.name, *ref,
+                                   fmt::join(t.strides, ", "))};
+    }
     if (!external_.count(*ref) && std::none_of(pending_.begin(), pending_.end(),
                                                 [&](const auto& p) { return p.first == *ref; })) {
       pending_.emplace_back(*ref, kind);

@@ -115,9 +115,11 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
 /// tail's output moves when its GEMM input moves by `delta` (the GEMM's own tolerance),
 /// sampled at acc +- delta and +- delta/2 (a tail is monotone or nearly so at that scale),
 /// plus fp32 evaluation of the tail: 64 units in the last place of the magnitudes involved
-/// (`inputs` holds the four slots c0..c3).
+/// (`inputs` holds the four slots c0..c3), plus rounding the result to D's dtype
+/// (`out_unit` |result|, its unit roundoff: 2^-8 for bf16, where a saturated tail's slope
+/// is zero but its stored value still rounds).
 FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, const double* inputs,
-                                           double delta) {
+                                           double delta, double out_unit) {
   const double r0 = eval_epilogue<double>(prog, acc, inputs);
   double spread = 0;
   const double steps[4] = {-1.0, -0.5, 0.5, 1.0};
@@ -127,7 +129,7 @@ FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double a
   }
   double mag = fabs(r0) + fabs(acc);
   for (int i = 0; i < 4; ++i) mag += fabs(inputs[i]);
-  return spread + 64.0 * 5.9604644775390625e-08 * mag;  // 2^-24
+  return spread + 64.0 * 5.9604644775390625e-08 * mag + out_unit * fabs(r0);  // 2^-24
 }
 
 #ifndef FACT_NO_JSON

@@ -136,6 +136,10 @@ std::string attach_tail(GemmProblem& p, const nlohmann::json& epilogue) {
   GemmProblem q = p;
   q.tail_tree = epilogue.at("tree");
   q.tail_broadcast = epilogue.value("broadcast", nlohmann::json::object());
+  if (!q.tail_broadcast.is_object()) return "the epilogue's \"broadcast\" is not an object";
+  for (const auto& [slot, kind] : q.tail_broadcast.items()) {
+    if (kind == "m" && p.l > 1) return "input " + slot + " along M differs per batch: not generated (the kernel reads one vector for all batches)";
+  }
   try {
     compile_epilogue(q.tail_tree);
     render_evt(kernel_tail_tree(q), kernel_tail_broadcast(q));

@@ -14,9 +14,12 @@ using nlohmann::json;
 
 namespace fact::realize {
 
+double unit_roundoff(DType d) {
+  return d == DType::F32 ? std::ldexp(1.0, -24) : d == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+}
+
 double gemm_tolerance(const GemmProblem& p, Precision policy) {
-  auto unit = [](DType d) { return d == DType::F32 ? std::ldexp(1.0, -24)
-                                   : d == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); };
+  const auto unit = unit_roundoff;
   double u_in = unit(p.dtype_a);
   if (p.dtype_a == DType::F32 && policy == Precision::tf32) u_in = std::ldexp(1.0, -10);
   if (p.dtype_a == DType::F32 && policy == Precision::bf16) u_in = std::ldexp(1.0, -8);
@@ -62,6 +65,13 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
   DeviceBuffer stats_dev(sizeof(CompareStats));
   FactGemmArgs args = make_gemm_args(p, a.get(), b.get(), p.bias_n ? bias.get() : nullptr, d.get());
   const double tol = gemm_tolerance(p, policy);
+  // A fused tail's inputs, reference and branch coverage (tail_verify.h); the inputs are in
+  // args before any candidate checks them.
+  std::unique_ptr<TailCheck> tail;
+  if (p.fused()) {
+    tail = std::make_unique<TailCheck>(p);
+    tail->set_args(args);
+  }
 
   std::vector<CandidateOutcome> out(cands.size());
   for (size_t i = 0; i < cands.size(); ++i) {
@@ -81,12 +91,6 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     }
   }
 
-  // A fused tail's inputs, reference and branch coverage (tail_verify.h).
-  std::unique_ptr<TailCheck> tail;
-  if (p.fused()) {
-    tail = std::make_unique<TailCheck>(p);
-    tail->set_args(args);
-  }
   json draws_log = json::array();
   int informative = 0;
   uint64_t seed = 0x5eed;
@@ -119,7 +123,8 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
         cands[i]->run(args, gpu);
         FACT_CUDA_LAUNCH();
         if (tail) {
-          tail->compare(d.get(), d64.as<double>(), tol * tail->max_abs_acc(), stats_dev.as<CompareStats>(), s);
+          tail->compare(d.get(), d64.as<double>(), tol * tail->max_abs_acc(), unit_roundoff(p.dtype_d),
+                        stats_dev.as<CompareStats>(), s);
         } else {
           compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
                                p.batch_stride_d, stats_dev.as<CompareStats>(), s);

@@ -28,6 +28,9 @@ struct CandidateOutcome {
 /// rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign growth).
 double gemm_tolerance(const GemmProblem& p, Precision policy);
 
+/// The unit roundoff of storing in `d`: 2^-24 (fp32), 2^-11 (fp16), 2^-8 (bf16).
+double unit_roundoff(DType d);
+
 /// Verifies every candidate on several draws (normal, normal with another seed, uniform
 /// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
 /// (NaN) before each run; then times the survivors alternating round by round, with an L2

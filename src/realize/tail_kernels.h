@@ -28,7 +28,10 @@ struct TailInputs {
 /// took (eval_epilogue's bits), whether it varies, and its magnitude.
 struct TailReferenceStats {
   uint32_t sides[2 * EpilogueProgram::kMaxInstr / 32];
-  unsigned long long differs_from_first;  // elements != the first element's value
+  /// Elements that differ from each of three probes (the first, middle and last element's
+  /// value): the least of them says how far the reference is from constant, even when a
+  /// probe is itself the odd one out.
+  unsigned long long differs_from_probe[3];
   double first_value, max_abs_ref;
   double max_abs_acc;  // max |acc64|: the scale of the GEMM's allowed error
 };
@@ -40,10 +43,13 @@ void tail_reference_stats(const double* acc64, const EpilogueProgram& prog, cons
                           TailReferenceStats* stats_device, cudaStream_t stream);
 
 /// Compares `d` (dtype) with tail(acc64): CompareStats against the tail's float64 output,
-/// and `over_bound` counts elements whose error exceeds epilogue_error_bound(acc, delta),
-/// with delta the GEMM's allowed absolute error. Writes `stats_device` (zeroed here).
+/// and `over_bound` counts elements whose error exceeds epilogue_error_bound(acc, delta,
+/// out_unit), with delta the GEMM's allowed absolute error and out_unit D's unit roundoff.
+/// Where the reference is not finite, d must be the same non-finite value (NaN for NaN)
+/// or the element counts as over its bound; where the reference lies beyond D's dtype's
+/// range (fp16 overflow), the element is not compared. Writes `stats_device` (zeroed here).
 void compare_to_tail_reference(const void* d, DType dtype, const double* acc64, const EpilogueProgram& prog,
-                               const TailInputs& inputs64, double delta, int64_t l, int64_t m, int64_t n,
+                               const TailInputs& inputs64, double delta, double out_unit, int64_t l, int64_t m, int64_t n,
                                int64_t ldd, int64_t bsd, CompareStats* stats_device, cudaStream_t stream);
 
 /// In place d = tail(d), computed in fp32 with inputs of d's dtype: the elementwise pass a

@@ -13,8 +13,8 @@
 
 namespace fact::realize {
 
-/// A draw informs when its reference output varies over at least this share of the
-/// elements (and at least one): a constant reference (a ReLU that cuts everything, a clamp
+/// A draw informs when its reference output differs from each of three probe elements'
+/// values over at least this share of the elements (and at least one): a constant reference (a ReLU that cuts everything, a clamp
 /// that saturates everywhere) cannot tell a right kernel from one that writes that constant.
 constexpr double kInformativeShare = 1e-3;
 
@@ -34,8 +34,8 @@ class TailCheck {
   /// max |acc64| of the last examined draw.
   double max_abs_acc() const { return last_.max_abs_acc; }
   /// CompareStats of `d` against the last draw's tail reference, `delta` = the GEMM's
-  /// allowed absolute error.
-  void compare(const void* d, const double* acc64, double delta, CompareStats* stats_device,
+  /// allowed absolute error, `out_unit` = D's unit roundoff.
+  void compare(const void* d, const double* acc64, double delta, double out_unit, CompareStats* stats_device,
                cudaStream_t stream) const;
   /// The branches no examined, informative draw took both ways ("" when every one did),
   /// e.g. "relu (step 4) never saw x <= 0".

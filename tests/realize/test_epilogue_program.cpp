@@ -111,15 +111,19 @@ TEST(EpilogueProgram, ErrorBoundFollowsTheTailsSlope) {
   const double in[4] = {0, 0, 0, 0};
   const auto tanh_prog = compile_epilogue(json::parse(R"({"op":"tanh","args":[{"acc":true}]})"));
   // Near 0 tanh has slope 1: an acc error of 1e-3 may move the output by 1e-3.
-  EXPECT_NEAR(epilogue_error_bound(tanh_prog, 0.0, in, 1e-3), 1e-3, 1e-6);
+  EXPECT_NEAR(epilogue_error_bound(tanh_prog, 0.0, in, 1e-3, 0.0), 1e-3, 1e-6);
   // Saturated, the same acc error barely moves it: the bound shrinks with it (a kernel
   // off by 1e-3 there is wrong).
-  EXPECT_LT(epilogue_error_bound(tanh_prog, 20.0, in, 1e-3), 1e-4);
+  EXPECT_LT(epilogue_error_bound(tanh_prog, 20.0, in, 1e-3, 0.0), 1e-4);
   // A scale multiplies it: (acc - 2) * 1.5.
   const auto lin = compile_epilogue(json::parse(
       R"({"op":"mul","args":[{"op":"sub","args":[{"acc":true},{"scalar":2.0}]},{"scalar":1.5}]})"));
-  EXPECT_NEAR(epilogue_error_bound(lin, 10.0, in, 1e-2), 1.5e-2, 1e-4);
+  EXPECT_NEAR(epilogue_error_bound(lin, 10.0, in, 1e-2, 0.0), 1.5e-2, 1e-4);
   // The float32 evaluation term never lets a constant-zero output pass where ref is 1.
   const auto relu = compile_epilogue(json::parse(R"({"op":"relu","args":[{"acc":true}]})"));
-  EXPECT_LT(epilogue_error_bound(relu, 1.0, in, 1e-3), 0.01);
+  EXPECT_LT(epilogue_error_bound(relu, 1.0, in, 1e-3, 0.0), 0.01);
+  // A saturated clamp in bf16: no slope, but the stored value still rounds (2^-8 relative).
+  const auto clamp = compile_epilogue(json::parse(R"({"op":"gelu","args":[{"op":"hardtanh","args":[{"acc":true},{"scalar":-2.0},{"scalar":2.0}]}]})"));
+  const double gelu2 = 0.5 * 2.0 * (1.0 + std::erf(2.0 / std::sqrt(2.0)));
+  EXPECT_GE(epilogue_error_bound(clamp, 10.0, in, 1e-2, std::ldexp(1.0, -8)), std::ldexp(1.0, -8) * gelu2);
 }
