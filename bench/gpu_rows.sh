@@ -4,7 +4,8 @@
 # afterwards with bench/merge_results.py.
 #   DEADLINE_S=520 SUITE=epilogue bash bench/gpu_rows.sh NAME ... [-- SUITE_ARGS ...]
 # Expects FACTC (default build/factc), CUTLASS headers in .deps/cutlass and optionally a
-# warm kernel cache in .kcache. Writes rows/<name>.json, rows.log and work.tar.gz to $OUT.
+# warm kernel cache in .kcache. Writes rows.tar.gz (rows/<name>.json and .md), rows.log and
+# work.tar.gz (the runs' working directories) to $OUT.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 mkdir -p "$OUT/rows"
@@ -23,4 +24,6 @@ for n in "${names[@]}"; do
   python3 bench/suite.py "$SUITE" --only "$n" --out "$OUT/rows/$n.json" --work /tmp/fact-work "$@"
 done 2>&1 | tee "$OUT/rows.log"
 tar czf "$OUT/work.tar.gz" --exclude='*.so' --exclude='*.o' --exclude='params.pt' -C /tmp fact-work 2>/dev/null
+# Only a few files come back from the GPU machine: the rows travel as one archive.
+tar czf "$OUT/rows.tar.gz" -C "$OUT" rows && rm -rf "$OUT/rows"
 echo "gpu_rows: done in $((SECONDS - start)) s"

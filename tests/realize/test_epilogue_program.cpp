@@ -127,3 +127,25 @@ TEST(EpilogueProgram, ErrorBoundFollowsTheTailsSlope) {
   const double gelu2 = 0.5 * 2.0 * (1.0 + std::erf(2.0 / std::sqrt(2.0)));
   EXPECT_GE(epilogue_error_bound(clamp, 10.0, in, 1e-2, std::ldexp(1.0, -8)), std::ldexp(1.0, -8) * gelu2);
 }
+
+TEST(EpilogueProgram, RangeEnclosesInteriorMinimaTheEndsMiss) {
+  // hardtanh(gelu(tanh(sigmoid(x) * x))), x = acc: over [-160, 160] the ends are saturated
+  // (0 and gelu(1)), but swish's minimum (-0.278 at -1.28) lies inside. An acc error of 3
+  // near x = 1.5 moves the output from 0.68 to -0.106: the bound must allow it.
+  const auto prog = compile_epilogue(json::parse(R"({"op":"hardtanh","args":[{"op":"gelu","args":[{"op":"tanh","args":[
+      {"op":"mul","args":[{"op":"sigmoid","args":[{"acc":true}]},{"acc":true}]}]}]},{"scalar":-1.0},{"scalar":1.0}]})"));
+  const double in[4] = {0, 0, 0, 0};
+  const double r = eval_epilogue<double>(prog, 1.5213522704041225, in);
+  const double wrong_by_gemm = eval_epilogue<double>(prog, 1.5213522704041225 - 2.8, in);
+  EXPECT_NEAR(wrong_by_gemm, -0.106, 2e-3);
+  EXPECT_GE(epilogue_error_bound(prog, 1.5213522704041225, in, 160.0, 0.0), std::fabs(r - wrong_by_gemm));
+  // gelu alone over [-2, 0.5]: its minimum -0.16997 at -0.7518.
+  const auto g = compile_epilogue(json::parse(R"({"op":"gelu","args":[{"acc":true}]})"));
+  double lo, hi;
+  eval_epilogue_range(g, -2.0, 0.5, in, &lo, &hi);
+  EXPECT_NEAR(lo, -0.16997120747985495, 1e-9);
+  EXPECT_NEAR(hi, eval_epilogue<double>(g, 0.5, in), 1e-15);
+  // Far from any feature the enclosure is tight: tanh over [30, 50] is 1 to rounding.
+  const auto t = compile_epilogue(json::parse(R"({"op":"tanh","args":[{"acc":true}]})"));
+  EXPECT_LT(epilogue_error_bound(t, 40.0, in, 10.0, 0.0) - 64.0 * std::ldexp(1.0, -24) * 41.0, 1e-12);
+}
