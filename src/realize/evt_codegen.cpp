@@ -15,14 +15,17 @@ namespace {
 
 // Unary ops as fp32 expressions of x, PyTorch's definitions (docs/03-rules.md): relu keeps
 // NaN; gelu = 0.5x(1 + erf(x/sqrt 2)); gelu_tanh = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)));
-// silu = x * sigmoid(x); mish = x * tanh(softplus(x)).
+// silu = x * sigmoid(x); mish = x * tanh(softplus(x)). sigmoid's reciprocal is __fdividef
+// (2 ulp; 0 for a denominator beyond 2^126, where the exact value is below 1e-38): an
+// IEEE division (div.rn / rcp.rn) compiles to a slow-path subroutine call, which in a
+// cooperative kernel's epilogue cost 40 us on an 8 M-element tile set (docs/perf-notes.md, v5).
 const std::map<std::string, std::string>& unary_exprs() {
   static const std::map<std::string, std::string> f{
       {"relu", "x > 0.0f ? x : (x != x ? x : 0.0f)"},
       {"gelu", "0.5f * x * (1.0f + erff(x * 0.70710678118654752f))"},
       {"gelu_tanh", "0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)))"},
-      {"silu", "x / (1.0f + expf(-x))"},
-      {"sigmoid", "1.0f / (1.0f + expf(-x))"},
+      {"silu", "x * __fdividef(1.0f, 1.0f + expf(-x))"},
+      {"sigmoid", "__fdividef(1.0f, 1.0f + expf(-x))"},
       {"tanh", "tanhf(x)"},
       {"erf", "erff(x)"},
       {"mish", "x * tanhf(log1pf(expf(x)))"},
@@ -71,6 +74,11 @@ json desugar(const json& t) {
   }
   if (name == "leaky_relu") {
     return op("add", {op("max", {a[0], scalar(0.0)}), op("mul", {op("min", {a[0], scalar(0.0)}), a[1]})});
+  }
+  // A division by a number is a multiply by its reciprocal (exact for powers of two, within
+  // 1.5 ulp otherwise): a run-time scalar divisor would be an IEEE division per element.
+  if (name == "div" && a[1].contains("scalar") && a[1].at("scalar").get<double>() != 0.0) {
+    return op("mul", {a[0], scalar(1.0 / a[1].at("scalar").get<double>())});
   }
   if (name == "pow") {
     const double e = a[1].value("scalar", 0.0);

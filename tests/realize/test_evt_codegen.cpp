@@ -36,7 +36,8 @@ TEST(EvtCodegen, TranscendentalsUseAccurateFp32Math) {
   const auto src = render_evt(op("tanh", {op("gelu", {op("sigmoid", {op("mish", {leaf_acc()})})})}), json::object());
   EXPECT_NE(src.declarations.find("tanhf(x)"), std::string::npos);
   EXPECT_NE(src.declarations.find("erff(x * 0.70710678118654752f)"), std::string::npos);
-  EXPECT_NE(src.declarations.find("1.0f / (1.0f + expf(-x))"), std::string::npos);
+  // sigmoid's reciprocal without an IEEE division (a slow-path call in the epilogue).
+  EXPECT_NE(src.declarations.find("__fdividef(1.0f, 1.0f + expf(-x))"), std::string::npos);
   EXPECT_NE(src.declarations.find("x * tanhf(log1pf(expf(x)))"), std::string::npos);
   EXPECT_EQ(src.declarations.find("tanh.approx"), std::string::npos);
   EXPECT_EQ(src.declarations.find("cutlass::epilogue::thread::"), std::string::npos);
@@ -78,6 +79,17 @@ TEST(EvtCodegen, InputsReadTheirOwnSlotsByBroadcastKind) {
   // Row and column swap in a kernel that computes D^T.
   EXPECT_NE(src.declarations.find("using EvtRowVector = cute::conditional_t<kSwapAB, EvtMVector, EvtNVector>;"),
             std::string::npos);
+}
+
+TEST(EvtCodegen, DivisionByANumberIsAMultiplyByItsReciprocal) {
+  const auto src = render_evt(op("div", {op("relu", {leaf_acc()}), num(8.0)}), json::object());
+  EXPECT_NE(src.declarations.find("Sm90EVT<EvtRoot<cutlass::multiplies>, Evt0, EvtScalar>"), std::string::npos)
+      << src.declarations;
+  EXPECT_NE(src.arguments.find("{{float(0.125)}}"), std::string::npos) << src.arguments;
+  EXPECT_EQ(src.declarations.find("cutlass::divides"), std::string::npos);
+  // Dividing by a tensor stays a division.
+  const auto t = render_evt(op("div", {leaf_acc(), json{{"input", "c0"}}}), json{{"c0", "n"}});
+  EXPECT_NE(t.declarations.find("cutlass::divides"), std::string::npos);
 }
 
 TEST(EvtCodegen, RefusesWhatItCannotGenerate) {
