@@ -117,16 +117,26 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
   if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
 }
 
+// One row (b, i) of D per blockIdx.y step, kTailColumns columns per thread: the row's
+// batch and index are computed once per row, not per element (64-bit division is a long
+// instruction sequence), and the program runs out of registers.
+constexpr int kTailColumns = 4;
+
 template <class T>
 __global__ void apply_tail_kernel(T* d, EpilogueProgram prog, TailInputs in, int64_t l, int64_t m, int64_t n,
                                   int64_t ldd, int64_t bsd) {
   float x[4];
-  const int64_t total = l * m * n;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t j = e % n, i = (e / n) % m, b = e / (n * m);
-    T* p = d + b * bsd + i * ldd + j;
-    gather<float, T>(in, b, i, j, x);
-    *p = from_double<T>(double(eval_epilogue<float>(prog, float(to_double(*p)), x)));
+  for (int64_t row = blockIdx.y; row < l * m; row += gridDim.y) {
+    const int64_t b = row / m, i = row - b * m;
+    T* out = d + b * bsd + i * ldd;
+    const int64_t j0 = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * kTailColumns;
+#pragma unroll
+    for (int c = 0; c < kTailColumns; ++c) {
+      const int64_t j = j0 + c;
+      if (j >= n) break;
+      gather<float, T>(in, b, i, j, x);
+      out[j] = from_double<T>(double(eval_epilogue<float>(prog, float(to_double(out[j])), x)));
+    }
   }
 }
 
@@ -157,8 +167,9 @@ void apply_tail(void* d, DType dtype, const EpilogueProgram& prog, const TailInp
                 int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    apply_tail_kernel<T><<<blocks_for(l * m * n), kThreads, 0, stream>>>(static_cast<T*>(d), prog, inputs, l, m, n,
-                                                                         ldd, bsd);
+    const int64_t per_block = int64_t(kThreads) * kTailColumns;
+    const dim3 grid(unsigned((n + per_block - 1) / per_block), unsigned(std::min<int64_t>(l * m, 65535)));
+    apply_tail_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(d), prog, inputs, l, m, n, ldd, bsd);
   });
   FACT_CUDA_LAUNCH();
 }
