@@ -207,8 +207,8 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
                      f"{', '.join(missing)}")
     if pats:
         lines += ["", "Per pattern: before is the fastest verified vendor candidate `factc "
-                  "realize` measured (for a fused pattern, the vendor GEMM plus its tail as one "
-                  "elementwise pass), after is the chosen candidate's time.", "",
+                  "realize` measured (for a fused pattern, the vendor GEMM plus its tail as ATen "
+                  "ops: one measured tail pass per node), after is the chosen candidate's time.", "",
                   "| pattern | nodes | impl | kernel | before ms (vendor) | after ms (chosen) "
                   "| speedup |", "|---|---|---|---|---|---|---|"]
         for p in pats:

@@ -135,6 +135,7 @@ std::string attach_tail(GemmProblem& p, const nlohmann::json& epilogue) {
   if (!epilogue.contains("tree") || !epilogue.at("tree").is_object()) return "the epilogue has no \"tree\"";
   GemmProblem q = p;
   q.tail_tree = epilogue.at("tree");
+  q.tail_nodes = epilogue.contains("nodes") && epilogue.at("nodes").is_array() ? int(epilogue.at("nodes").size()) : 1;
   q.tail_broadcast = epilogue.value("broadcast", nlohmann::json::object());
   if (!q.tail_broadcast.is_object()) return "the epilogue's \"broadcast\" is not an object";
   for (const auto& [slot, kind] : q.tail_broadcast.items()) {

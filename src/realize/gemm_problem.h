@@ -32,6 +32,7 @@ struct GemmProblem {
   /// over acc = alpha * A * B + beta * bias, and its inputs' broadcast kinds ({"c0": "n"});
   /// null when the pattern computes the GEMM alone.
   nlohmann::json tail_tree = nullptr, tail_broadcast = nullptr;
+  int tail_nodes = 0;  // the ATen ops the tail replaces (each one elementwise kernel in eager)
   bool fused() const { return !tail_tree.is_null(); }
 
   /// Elements each operand's allocation spans (largest offset + 1).

@@ -20,6 +20,7 @@ struct CandidateOutcome {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int trials = 0;
   size_t workspace_bytes = 0;
+  std::string note;         // how the time was formed, when it is not the run's alone
 };
 
 /// The bound on max|d - ref| / max|ref| a correct kernel meets for this problem: input
@@ -40,8 +41,12 @@ double unit_roundoff(DType d);
 /// reference cannot tell right from wrong (TailCheck::examine) is skipped and logged, and
 /// while a branch of the tail has been seen one way only, draws at other scales of acc
 /// follow. With no informative draw at all, every candidate is quarantined.
+/// A vendor candidate of a fused problem is timed as the vendor GEMM plus FACT's tail pass
+/// (one elementwise kernel); what the runtime runs when the vendor path wins is the tail as
+/// ATen ops, one kernel per node, so its times get (tail_nodes - 1) more passes of the
+/// measured tail-pass time added (`note` says so).
 /// `verification`, when given, receives {"draws": [{"draw", "scale", "informative",
-/// "reason"?}], "unexercised": "..."}.
+/// "reason"?}], "unexercised": "...", "tail_pass_ms": ...}.
 /// Throws fact::Error only when the GPU itself fails (allocation, reference).
 std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& candidates,

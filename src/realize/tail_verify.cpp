@@ -101,6 +101,10 @@ void TailCheck::compare(const void* d, const double* acc64, double delta, double
                             p_.batch_stride_d, stats, stream);
 }
 
+void TailCheck::apply(void* d, cudaStream_t stream) const {
+  apply_tail(d, p_.dtype_d, prog_, in_, p_.l, p_.m, p_.n, p_.ldd, p_.batch_stride_d, stream);
+}
+
 std::string TailCheck::unexercised() const {
   std::string out;
   for (int i = 0; i < prog_.size; ++i) {
