@@ -208,7 +208,7 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
     if pats:
         lines += ["", "Per pattern: before is the fastest verified vendor candidate `factc "
                   "realize` measured (for a fused pattern, the vendor GEMM plus its tail as ATen "
-                  "ops: one measured tail pass per node), after is the chosen candidate's time.", "",
+                  "ops, one pass over D per node at the copy bandwidth), after is the chosen candidate's time.", "",
                   "| pattern | nodes | impl | kernel | before ms (vendor) | after ms (chosen) "
                   "| speedup |", "|---|---|---|---|---|---|---|"]
         for p in pats:

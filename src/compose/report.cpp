@@ -83,7 +83,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
       if (!best_fused) {
         status = "left to ATen: every fused kernel was quarantined" + (first_reason.empty() ? std::string() : " (" + first_reason + ")");
       } else if (best_vendor) {
-        status = fmt::format("left to ATen: `{}` (the vendor GEMM, then the tail as ATen ops: one measured tail pass per node) took {:.4f} ms, the best fused kernel {:.4f} ms",
+        status = fmt::format("left to ATen: `{}` (the vendor GEMM, then the tail as ATen ops, one pass over D per node) took {:.4f} ms, the best fused kernel {:.4f} ms",
                              best_vendor->value("kernel", ""), best_vendor->at("median_ms").get<double>(),
                              best_fused->at("median_ms").get<double>());
       } else {

@@ -29,6 +29,15 @@ struct CandidateOutcome {
 /// rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign growth).
 double gemm_tolerance(const GemmProblem& p, Precision policy);
 
+/// Bytes per second an ATen elementwise kernel moves: 90 % of the H200's measured copy
+/// bandwidth, 4.23 TB/s (docs/perf-notes.md, "Ceilings").
+constexpr double kAtenPassBandwidth = 0.9 * 4.23e12;
+
+/// Milliseconds the tail of a fused problem takes as eager ATen ops: one kernel per node,
+/// each reading and writing D once (external inputs are small next to D or read once
+/// either way), at kAtenPassBandwidth.
+double aten_tail_ms(const GemmProblem& p);
+
 /// The unit roundoff of storing in `d`: 2^-24 (fp32), 2^-11 (fp16), 2^-8 (bf16).
 double unit_roundoff(DType d);
 
@@ -41,10 +50,10 @@ double unit_roundoff(DType d);
 /// reference cannot tell right from wrong (TailCheck::examine) is skipped and logged, and
 /// while a branch of the tail has been seen one way only, draws at other scales of acc
 /// follow. With no informative draw at all, every candidate is quarantined.
-/// A vendor candidate of a fused problem is timed as the vendor GEMM plus FACT's tail pass
-/// (one elementwise kernel); what the runtime runs when the vendor path wins is the tail as
-/// ATen ops, one kernel per node, so its times get (tail_nodes - 1) more passes of the
-/// measured tail-pass time added (`note` says so).
+/// A vendor candidate of a fused problem is verified as the vendor GEMM plus FACT's tail
+/// pass; what the runtime runs when the vendor path wins is the tail as ATen ops, one kernel
+/// per node, so its times become the measured GEMM (less the separately measured tail
+/// pass) plus aten_tail_ms (`note` says so).
 /// `verification`, when given, receives {"draws": [{"draw", "scale", "informative",
 /// "reason"?}], "unexercised": "...", "tail_pass_ms": ...}.
 /// Throws fact::Error only when the GPU itself fails (allocation, reference).

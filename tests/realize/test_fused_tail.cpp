@@ -6,6 +6,7 @@
 
 #include "realize/gemm_problem.h"
 #include "realize/gemm_space.h"
+#include "realize/gemm_verify_tune.h"
 
 using namespace fact::realize;
 using nlohmann::json;
@@ -97,4 +98,12 @@ TEST(FusedTail, AHeavyTailRanksPingpongFirstWhereItsArithmeticWouldBeExposed) {
   EXPECT_NEAR(extra, 1024.0 * 8192 * (20 * 3 + 6) / 33e12, 1e-9);
   const GemmConfig ping{128, 128, 32, 1, 1, Schedule::Pingpong, TileScheduler::Persistent};
   EXPECT_DOUBLE_EQ(estimate_seconds(fused[0], ping, p, 132), estimate_seconds(plain[0], ping, p, 132));
+}
+
+TEST(FusedTail, TheAtenTailIsOnePassOverDPerNode) {
+  GemmProblem p = linear_8192();
+  ASSERT_EQ(attach_tail(p, json{{"tree", {{"op", "relu"}, {"args", {{{"acc", true}}}}}}, {"nodes", {"sub", "mul", "relu"}}}), "");
+  EXPECT_EQ(p.tail_nodes, 3);
+  // Three kernels, each reading and writing D (32 MiB of fp32) at 0.9 x 4.23 TB/s.
+  EXPECT_NEAR(aten_tail_ms(p), 3 * 2.0 * 1024 * 8192 * 4 / (0.9 * 4.23e12) * 1e3, 1e-9);
 }
