@@ -15,8 +15,8 @@ void add_rules_command(CLI::App& app) {
     for (const discover::Rule& r : discover::builtin_rules().rules())
       std::cout << fmt::format("{}\n  meaning: {}\n  kernel family: {}\n  tests: {}\n", r.name,
                                r.meaning, r.kernel_family, r.tests);
-    std::cout << "epilogue (the elementwise tail after a gemm pattern; found, not fused yet)\n"
-                 "  tests: tests/golden/discover/epilogue_*.txt\n  ops:\n";
+    std::cout << "epilogue (the elementwise tail after a gemm pattern, fused into its kernel's epilogue as an EVT)\n"
+                 "  tests: tests/golden/discover/epilogue_*.txt, tests/realize/test_evt_codegen.cpp\n  ops:\n";
     for (const discover::EpilogueOp& op : discover::epilogue_ops())
       std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
   });

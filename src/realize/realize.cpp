@@ -276,7 +276,8 @@ int run_realize(const RealizeOptions& opt) {
   json pats = json::array();
   for (auto& w : work) {
     // Fused: the winner computes the tail too (a vendor winner leaves the tail to ATen).
-    w.out["fused"] = w.problem.fused() && w.out.value("winner_impl", json()) == "cutlass";
+    // Null until a GPU has chosen (kernels are only built then; an "evt" name is fused).
+    w.out["fused"] = !gpu ? json(nullptr) : json(w.problem.fused() && w.out.value("winner_impl", json()) == "cutlass");
     pats.push_back(w.out);
   }
   result["patterns"] = pats;
