@@ -32,7 +32,7 @@ from fact.export import export_program, graph_from_program, write_graph
 from fact.factc import find_factc, run_factc
 from fact.module_report import coverage, write_module_report
 from fact.precision import (Check, check_output, eager_precision, fact_precision,
-                            resolve_policy, tolerance)
+                            flat_tensors, resolve_policy, tolerance)
 from fact.runtime import FactModule, load, save_params
 
 __all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark",
@@ -112,17 +112,6 @@ def _compiled_count(realized: dict, cached_only: bool = False) -> int:
                and (not cached_only or c.get("cached")))
 
 
-def _tensors(x: Any) -> list[torch.Tensor]:
-    """The tensors of a (nested) output structure, in order (as check_output counts them)."""
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (list, tuple)):
-        return [t for v in x for t in _tensors(v)]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
-    return []
-
-
 def uninformative_reason(ref: Any) -> str:
     """Why a float64 reference cannot tell a right output from a wrong one ("" when it can).
 
@@ -133,7 +122,7 @@ def uninformative_reason(ref: Any) -> str:
     relative-error check on it. The reference is uninformative when any of its outputs is.
     Single-element outputs and integer outputs (compared exactly) are not judged.
     """
-    for i, r in enumerate(_tensors(ref)):
+    for i, r in enumerate(flat_tensors(ref)):
         n = r.numel()
         if not r.is_floating_point() or n <= 1:
             continue

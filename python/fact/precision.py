@@ -127,13 +127,15 @@ class Check:
     reason: str = ""
 
 
-def _flat(outputs: object) -> list[torch.Tensor]:
+def flat_tensors(outputs: object) -> list[torch.Tensor]:
+    """The tensors of a (nested) output structure — tuples, lists, dict values — in order,
+    as :func:`check_output` counts them."""
     if isinstance(outputs, torch.Tensor):
         return [outputs]
     if isinstance(outputs, (list, tuple)):
-        return [t for o in outputs for t in _flat(o)]
+        return [t for o in outputs for t in flat_tensors(o)]
     if isinstance(outputs, dict):
-        return [t for o in outputs.values() for t in _flat(o)]
+        return [t for o in outputs.values() for t in flat_tensors(o)]
     return []
 
 
@@ -151,7 +153,7 @@ def check_output(out: object, ref: object, policy: str, limit: float | None = No
         policy: ``fp32``, ``tf32`` or ``bf16``.
         limit: override of the relative Frobenius limit.
     """
-    outs, refs = _flat(out), _flat(ref)
+    outs, refs = flat_tensors(out), flat_tensors(ref)
     if len(outs) != len(refs) or not outs:
         return Check(False, math.inf, math.inf, limit or 0.0,
                      f"{len(outs)} output tensors, reference has {len(refs)}")

@@ -26,8 +26,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from fact.kernels import (KernelBinding, KernelLibrary, epilogue_slots, fact_op,
-                          register_binding)
+from fact.kernels import KernelBinding, KernelLibrary, fact_op, register_binding
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
            "resolve_op", "PARAMS_FILE"]
@@ -316,13 +315,11 @@ class FactModule(torch.nn.Module):
         if out_type is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
         expected = {n: types[n] for n in input_names if types.get(n) is not None}
-        if pat.get("fused"):
-            try:
-                epilogue_slots(pat["epilogue"], input_names)
-            except ValueError as exc:
-                raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
-        return KernelBinding(pat, library.kernel(pat["symbol"]), input_names, expected,
-                             out_type, fallback)
+        functions = library.kernel(pat["symbol"])
+        try:  # a fused tail's inputs are placed (epilogue_slots) as the binding is made
+            return KernelBinding(pat, functions, input_names, expected, out_type, fallback)
+        except ValueError as exc:
+            raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
     # -------------------------------------------------------------- running
     def forward(self, *inputs: torch.Tensor) -> Any:

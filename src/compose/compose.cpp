@@ -13,12 +13,12 @@ using nlohmann::json;
 
 namespace fact::compose {
 
-namespace {
-
 json find_by_id(const json& list, const std::string& id) {
   for (const auto& p : list) if (p.value("id", "") == id) return p;
   return nullptr;
 }
+
+namespace {
 
 json find_candidate(const json& pattern, const std::string& kernel) {
   for (const auto& c : pattern.value("candidates", json::array())) {

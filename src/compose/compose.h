@@ -18,6 +18,10 @@ struct ComposeOptions {
 /// it does not match the plan, or when linking fails.
 void run_compose(const ComposeOptions& options);
 
+/// The entry of `list` (plan, realized.json or manifest patterns) whose "id" is `id`, or
+/// null.
+nlohmann::json find_by_id(const nlohmann::json& list, const std::string& id);
+
 /// The report (markdown) for a plan and its realization; `manifest` gives the choices.
 std::string render_report(const nlohmann::json& plan, const nlohmann::json& realized,
                           const nlohmann::json& manifest);

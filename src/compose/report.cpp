@@ -26,8 +26,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
   s += "## Patterns\n\n| id | nodes | rule | problem | chosen | impl | vendor ms | chosen ms | speedup | max rel err | compile s | tune s |\n";
   s += "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& m : manifest.at("patterns")) {
-    json r;
-    for (const auto& p : realized.at("patterns")) if (p.value("id", "") == m.value("id", "")) r = p;
+    const json r = find_by_id(realized.at("patterns"), m.value("id", ""));
     std::string nodes;
     for (const auto& n : m.at("nodes")) nodes += (nodes.empty() ? "" : ", ") + n.get<std::string>();
     const bool timed = m.contains("time_ms") && m.contains("vendor_ms");
@@ -57,9 +56,8 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     const json& e = pat.value("epilogue", json());
     if (!e.is_object()) continue;
     tails = true;
-    json r, m;
-    for (const auto& p : realized.at("patterns")) if (p.value("id", "") == pat.value("id", "")) r = p;
-    for (const auto& p : manifest.at("patterns")) if (p.value("id", "") == pat.value("id", "")) m = p;
+    const json r = find_by_id(realized.at("patterns"), pat.value("id", ""));
+    const json m = find_by_id(manifest.at("patterns"), pat.value("id", ""));
     std::string ops;
     for (const auto& n : e.at("nodes")) ops += (ops.empty() ? "" : ", ") + n.get<std::string>();
     std::string status;
@@ -115,9 +113,8 @@ std::string render_report(const json& plan, const json& realized, const json& ma
   for (const auto& pat : plan.at("patterns")) {
     const json& e = pat.value("epilogue", json());
     if (!e.is_object()) continue;
-    bool fused = false;
-    for (const auto& m : manifest.at("patterns")) if (m.value("id", "") == pat.value("id", "")) fused = m.value("fused", false);
-    if (fused) continue;
+    const json m = find_by_id(manifest.at("patterns"), pat.value("id", ""));
+    if (m.is_object() && m.value("fused", false)) continue;
     for (const auto& n : e.at("nodes")) {
       s += fmt::format("- `{}`: in {}'s tail, not fused (see Fused tails)\n", n.get<std::string>(), pat.value("id", ""));
       any = true;

@@ -203,16 +203,16 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
   }
 }
 
-/// The error a correct fused kernel may show at one element, in absolute terms: how far the
-/// tail's output can move when its GEMM input moves by up to `delta` (the GEMM's own
+/// The error a correct fused kernel may show at one element whose tail value at `acc` is
+/// `r0` (eval_epilogue, which the caller has already computed), in absolute terms: how far
+/// the tail's output can move when its GEMM input moves by up to `delta` (the GEMM's own
 /// tolerance), enclosed by eval_epilogue_range over [acc - delta, acc + delta]; plus fp32
 /// evaluation of the tail: 64 units in the last place of the magnitudes involved
 /// (`inputs` holds the four slots c0..c3); plus rounding the result to D's dtype
 /// (`out_unit` |result|, its unit roundoff: 2^-8 for bf16, where a saturated tail's slope
 /// is zero but its stored value still rounds).
-FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, const double* inputs,
+FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, double r0, const double* inputs,
                                            double delta, double out_unit) {
-  const double r0 = eval_epilogue<double>(prog, acc, inputs);
   double lo, hi;
   eval_epilogue_range(prog, acc - delta, acc + delta, inputs, &lo, &hi);
   const double spread = fmax(hi - r0, r0 - lo);

@@ -52,33 +52,16 @@ __global__ void broadcast_kernel(TOut* out, const TBias* bias, int64_t l, int64_
 template <class T>
 __global__ void compare_kernel(const T* d, const double* ref, int64_t l, int64_t m, int64_t n,
                                int64_t ldd, int64_t bsd, CompareStats* stats) {
-  double max_err = 0, max_ref = 0, sq_err = 0, sq_ref = 0;
-  unsigned long long nonfinite = 0, differs = 0;
+  CompareAccumulator acc;
   const double first = to_double(d[0]);
   const int64_t total = l * m * n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = i % n, row = (i / n) % m, b = i / (n * m);
     const int64_t off = b * bsd + row * ldd + j;
-    const double v = to_double(d[off]), r = ref[off];
-    max_ref = fmax(max_ref, fabs(r));
-    sq_ref += r * r;
-    if (!isfinite(v) && isfinite(r)) {
-      ++nonfinite;
-      continue;
-    }
-    if (!(v == first)) ++differs;
-    const double e = fabs(v - r);
-    max_err = fmax(max_err, e);
-    sq_err += e * e;
+    acc.add(to_double(d[off]), ref[off], first);
   }
-  atomic_max_nonneg(&stats->max_abs_err, max_err);
-  atomic_max_nonneg(&stats->max_abs_ref, max_ref);
-  atomicAdd(&stats->sum_sq_err, sq_err);
-  atomicAdd(&stats->sum_sq_ref, sq_ref);
-  atomicAdd(&stats->nonfinite, nonfinite);
-  atomicAdd(&stats->differs_from_first, differs);
-  if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
+  acc.publish(stats, first);
 }
 
 __global__ void spin_kernel(unsigned long long ns) {

@@ -25,14 +25,6 @@ __device__ void gather(const TailInputs& in, int64_t b, int64_t i, int64_t j, T*
     }
   }
 }
-template <>
-__device__ void gather<double, double>(const TailInputs& in, int64_t b, int64_t i, int64_t j, double* out) {
-  for (int s = 0; s < 4; ++s) {
-    const double* p = static_cast<const double*>(in.ptr[s]);
-    out[s] = in.kind[s] == TailInputKind::n ? p[j] : in.kind[s] == TailInputKind::m ? p[i]
-           : in.kind[s] == TailInputKind::mn ? p[b * in.bs[s] + i * in.ld[s] + j] : 0.0;
-  }
-}
 
 // The program (1 KiB) and inputs go to shared memory once per block: indexing a kernel
 // parameter with a run-time index makes every thread copy it to local memory first, which
@@ -92,8 +84,7 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
                                     double delta, double out_unit, int64_t l, int64_t m, int64_t n, int64_t ldd,
                                     int64_t bsd, CompareStats* stats) {
   STAGE_PROGRAM_IN_SHARED_MEMORY();
-  double max_err = 0, max_ref = 0, sq_err = 0, sq_ref = 0;
-  unsigned long long nonfinite = 0, differs = 0, over = 0;
+  CompareAccumulator sum;
   const double first = to_double(d[0]);
   double x[4];
   const int64_t total = l * m * n;
@@ -106,31 +97,15 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
     const double v = to_double(d[off]);
     if (!isfinite(r)) {  // the same NaN or infinity, or wrong (an unwritten NaN included)
       const bool same = isnan(r) ? isnan(v) : v == r;
-      over += !same;
-      if (!(v == first)) ++differs;
+      sum.over_bound += !same;
+      if (!(v == first)) ++sum.differs;
       continue;
     }
     if (fabs(r) > max_finite<T>()) continue;  // beyond D's range: any kernel overflows here
-    max_ref = fmax(max_ref, fabs(r));
-    sq_ref += r * r;
-    if (!isfinite(v)) {
-      ++nonfinite;
-      continue;
-    }
-    if (!(v == first)) ++differs;
-    const double err = fabs(v - r);
-    max_err = fmax(max_err, err);
-    sq_err += err * err;
-    if (err > epilogue_error_bound(prog, acc, x, delta, out_unit)) ++over;
+    const double err = sum.add(v, r, first);
+    if (err >= 0 && err > epilogue_error_bound(prog, acc, r, x, delta, out_unit)) ++sum.over_bound;
   }
-  atomic_max_nonneg(&stats->max_abs_err, max_err);
-  atomic_max_nonneg(&stats->max_abs_ref, max_ref);
-  atomicAdd(&stats->sum_sq_err, sq_err);
-  atomicAdd(&stats->sum_sq_ref, sq_ref);
-  atomicAdd(&stats->nonfinite, nonfinite);
-  atomicAdd(&stats->differs_from_first, differs);
-  atomicAdd(&stats->over_bound, over);
-  if (blockIdx.x == 0 && threadIdx.x == 0) stats->first_value = first;
+  sum.publish(stats, first);
 }
 
 // One row (b, i) of D per blockIdx.y step, kTailColumns columns per thread: the row's

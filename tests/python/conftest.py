@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 import pytest
@@ -21,3 +22,17 @@ def repo_root() -> str:
 def examples_dir() -> str:
     """The folder of example problems."""
     return os.path.join(ROOT, "examples")
+
+
+@pytest.fixture
+def fake_factc(tmp_path, monkeypatch) -> str:
+    """FACT_FACTC pointed at the stand-in engine tests/python/fake_factc.py, without a GPU
+    (a test sets FAKE_FACTC_GPU to have one); returns the script's path."""
+    script = tmp_path / "factc"
+    here = os.path.dirname(os.path.abspath(__file__))
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {here!r})\n"
+                      f"import fake_factc\nsys.exit(fake_factc.main(sys.argv[1:]))\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FACT_FACTC", str(script))
+    monkeypatch.delenv("FAKE_FACTC_GPU", raising=False)
+    return str(script)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 
 import pytest
@@ -35,18 +34,6 @@ def get_inputs():
 def get_init_inputs():
     return [64]
 '''
-
-
-@pytest.fixture
-def fake_factc(tmp_path, monkeypatch) -> str:
-    script = tmp_path / "factc"
-    here = os.path.dirname(os.path.abspath(__file__))
-    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {here!r})\n"
-                      f"import fake_factc\nsys.exit(fake_factc.main(sys.argv[1:]))\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("FACT_FACTC", str(script))
-    monkeypatch.delenv("FAKE_FACTC_GPU", raising=False)
-    return str(script)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ import builtins
 import importlib.util
 import json
 import os
-import stat
-import sys
 
 import pytest
 import torch
@@ -203,19 +201,8 @@ class _Small(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
-@pytest.fixture
-def fake_factc(tmp_path, monkeypatch) -> str:
-    script = tmp_path / "factc"
-    here = os.path.dirname(os.path.abspath(__file__))
-    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {here!r})\n"
-                      f"import fake_factc\nsys.exit(fake_factc.main(sys.argv[1:]))\n")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("FACT_FACTC", str(script))
+def test_optimize_writes_the_module_report_and_coverage(tmp_path, fake_factc, monkeypatch) -> None:
     monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
-    return str(script)
-
-
-def test_optimize_writes_the_module_report_and_coverage(tmp_path, fake_factc) -> None:
     from fact.optimize import optimize
     before = torch.get_float32_matmul_precision()
     try:

@@ -109,22 +109,24 @@ int fk_last_splits = -1, fk_last_raster = -1, fk_last_swizzle = -1;
 int fk_last_epi_null = -1;
 int fk_can_implement(const FactGemmArgs* a) { ++fk_can_implement_calls; return a->k > 0 ? 0 : 1; }
 size_t fk_workspace_bytes(const FactGemmArgs* a) { return 64; }
+/* alpha * (A B)[l, i, j] + beta * bias[j], A row-major, B row-major (b_row) or column-major. */
+static float gemm_at(const FactGemmArgs* p, long l, long i, long j, int b_row) {
+  const float *A = p->a, *B = p->b, *bias = p->bias;
+  double acc = 0;
+  for (long kk = 0; kk < p->k; ++kk)
+    acc += (double)A[l * p->batch_stride_a + i * p->lda + kk] *
+           (double)B[l * p->batch_stride_b + (b_row ? kk * p->ldb + j : j * p->ldb + kk)];
+  return p->alpha * (float)acc + (bias ? p->beta * bias[j] : 0.0f);
+}
 int fk_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, void* stream) {
   if (ws == 0 || ws_bytes < 64) return FACT_ERR_WORKSPACE;
   fk_last_splits = p->splits; fk_last_raster = p->raster; fk_last_swizzle = p->swizzle;
   fk_last_epi_null = !p->epi[0] && !p->epi[1] && !p->epi[2] && !p->epi[3];
   if (p->bias && p->beta != 1.0f) return 7;
-  const float *A = p->a, *B = p->b, *bias = p->bias; float* D = p->d;
+  float* D = p->d;
   for (long l = 0; l < p->l; ++l)
     for (long i = 0; i < p->m; ++i)
-      for (long j = 0; j < p->n; ++j) {
-        double acc = 0;
-        for (long kk = 0; kk < p->k; ++kk)
-          acc += (double)A[l * p->batch_stride_a + i * p->lda + kk] *
-                 (double)B[l * p->batch_stride_b + j * p->ldb + kk];
-        D[l * p->batch_stride_d + i * p->ldd + j] =
-            p->alpha * (float)acc + (bias ? p->beta * bias[j] : 0.0f);
-      }
+      for (long j = 0; j < p->n; ++j) D[l * p->batch_stride_d + i * p->ldd + j] = gemm_at(p, l, i, j, 0);
   return 0;
 }
 const char* fk_name(void) { return "fake_host_gemm_f32_tn"; }
@@ -134,15 +136,11 @@ static int fused_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, int b_row
   if (ws == 0 || ws_bytes < 64) return FACT_ERR_WORKSPACE;
   if (p->epi[0] == 0) return FACT_ERR_EPILOGUE_INPUT;
   fe_last_epi_ld = p->epi_ld[0]; fe_last_epi_batch_stride = p->epi_batch_stride[0];
-  const float *A = p->a, *B = p->b, *bias = p->bias, *C = p->epi[0]; float* D = p->d;
+  const float* C = p->epi[0]; float* D = p->d;
   for (long l = 0; l < p->l; ++l)
     for (long i = 0; i < p->m; ++i)
       for (long j = 0; j < p->n; ++j) {
-        double acc = 0;
-        for (long kk = 0; kk < p->k; ++kk)
-          acc += (double)A[l * p->batch_stride_a + i * p->lda + kk] *
-                 (double)B[l * p->batch_stride_b + (b_row ? kk * p->ldb + j : j * p->ldb + kk)];
-        float v = p->alpha * (float)acc + (bias ? p->beta * bias[j] : 0.0f);
+        float v = gemm_at(p, l, i, j, b_row);
         v += mn ? C[l * p->epi_batch_stride[0] + i * p->epi_ld[0] + j] : C[j];
         D[l * p->batch_stride_d + i * p->ldd + j] = v > 0.0f ? v : 0.0f;
       }
