@@ -130,6 +130,7 @@ std::vector<BuildResult> build_kernels(const std::vector<BuildRequest>& requests
   for (size_t i = 0; i < requests.size(); ++i) {
     auto& r = results[i];
     r.name = requests[i].name;
+    r.symbol = requests[i].symbol;
     r.key = sha256_hex(requests[i].source + "\n--toolchain--\n" + tc_key);
     const fs::path dir = cache_dir / "kernels" / r.key;
     r.object = dir / "kernel.o";

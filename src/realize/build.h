@@ -17,10 +17,12 @@ namespace fact::realize {
 struct BuildRequest {
   std::string name;    // kernel name
   std::string source;  // complete translation unit
+  std::string symbol = {};  // C symbol prefix of its ABI functions; empty: kernel_symbol(name) (GEMMs)
 };
 
 struct BuildResult {
   std::string name;
+  std::string symbol;        // the request's symbol (empty: kernel_symbol(name))
   std::string key;
   bool ok = false;
   bool cached = false;       // served from the cache, nothing compiled

@@ -24,7 +24,9 @@ std::string cutlass_layout(Layout l) {
   return l == Layout::Row ? "cutlass::layout::RowMajor" : "cutlass::layout::ColumnMajor";
 }
 
-std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+}  // namespace
+
+std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [key, value] : values) {
     const std::string needle = "{{" + key + "}}";
     for (auto pos = text.find(needle); pos != std::string::npos;
@@ -39,8 +41,6 @@ std::string substitute(std::string text, const std::map<std::string, std::string
   return text;
 }
 
-}  // namespace
-
 std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const bool coop = c.schedule == Schedule::Cooperative;
   const bool transpose = gemm_transposes_problem(f);
@@ -51,7 +51,7 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const std::string staging = f.stage_a && f.stage_b ? "A and B" : f.stage_a ? "A" : f.stage_b ? "B" : "none";
   const bool evt = !f.epilogue_tree.is_null();
   const EvtSource fusion = evt ? render_evt(f.epilogue_tree, f.epilogue_broadcast) : plain_fusion();
-  return substitute(embedded::kGemmSm90Template, {
+  return fill_placeholders(embedded::kGemmSm90Template, {
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
       {"ABI", embedded::kKernelAbiHeader},

@@ -1,10 +1,15 @@
 // Renders a CUTLASS kernel's translation unit from the family template.
 #pragma once
+#include <map>
 #include <string>
 
 #include "realize/gemm_space.h"
 
 namespace fact::realize {
+
+/// Replaces every `{{KEY}}` of `text` by values[KEY]. Throws fact::Error naming the first
+/// placeholder (`{{` upper-case letters and `_` `}}`) left unfilled.
+std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values);
 
 /// The complete .cu source of one kernel: the sm90 GEMM template with the family's types
 /// and the configuration substituted, and the C ABI (kernel_abi.h) pasted in, so the text

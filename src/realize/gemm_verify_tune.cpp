@@ -10,6 +10,7 @@
 #include "realize/cuda_check.h"
 #include "realize/gpu_kernels.h"
 #include "realize/tail_verify.h"
+#include "realize/timing.h"
 
 using nlohmann::json;
 
@@ -34,10 +35,6 @@ double gemm_tolerance(const GemmProblem& p, Precision policy) {
 }
 
 namespace {
-
-// Long enough to cover one candidate's host-side launch preparation (CUTLASS's initialize:
-// TMA descriptors, smem attribute; cuBLASLt's heuristics are cached in prepare()).
-constexpr int kHostCoverUs = 200;
 
 struct Draw {
   const char* name;
@@ -193,47 +190,16 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
   if (tail && !live.empty()) timed.push_back([&] { tail->apply(d.get(), s); });
   fill_random(a.get(), p.dtype_a, int64_t(ea), 0x7157, Distribution::Normal, 1.0, s);
   fill_random(b.get(), p.dtype_b, int64_t(eb), 0x7158, Distribution::Normal, 1.0, s);
-  for (const auto& run : timed) for (int w = 0; w < warmup; ++w) run();
-  gpu.sync();
-  std::vector<cudaEvent_t> start(timed.size()), stop(timed.size());
-  for (size_t j = 0; j < timed.size(); ++j) {
-    FACT_CUDA(cudaEventCreate(&start[j]));
-    FACT_CUDA(cudaEventCreate(&stop[j]));
-  }
-  std::vector<std::vector<double>> times(timed.size());
-  for (int t = 0; t < trials; ++t) {
-    for (size_t j = 0; j < timed.size(); ++j) {
-      gpu.flush_l2(t);
-      gpu_spin(kHostCoverUs, s);  // device time only: the launch is prepared meanwhile
-      FACT_CUDA(cudaEventRecord(start[j], s));
-      timed[j]();
-      FACT_CUDA(cudaEventRecord(stop[j], s));
-    }
-    gpu.sync();
-    for (size_t j = 0; j < timed.size(); ++j) {
-      float ms = 0;
-      FACT_CUDA(cudaEventElapsedTime(&ms, start[j], stop[j]));
-      times[j].push_back(ms);
-    }
-  }
-  for (size_t j = 0; j < timed.size(); ++j) {
-    cudaEventDestroy(start[j]);
-    cudaEventDestroy(stop[j]);
-    std::sort(times[j].begin(), times[j].end());
-  }
-  auto median = [](const std::vector<double>& v) {
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
+  const std::vector<TrialStats> times = time_alternating(timed, gpu, warmup, trials);
   for (size_t j = 0; j < live.size(); ++j) {
-    const auto& v = times[j];
     auto& o = out[live[j]];
-    o.trials = int(v.size());
-    o.min_ms = v.front();
-    o.max_ms = v.back();
-    o.median_ms = median(v);
+    o.trials = times[j].trials;
+    o.min_ms = times[j].min_ms;
+    o.max_ms = times[j].max_ms;
+    o.median_ms = times[j].median_ms;
   }
   if (timed.size() > live.size()) {
-    const double pass_ms = median(times.back());
+    const double pass_ms = times.back().median_ms;
     // FACT's tail pass is an interpreter, several times slower than a memory pass; an ATen
     // elementwise kernel runs near the copy bandwidth. So the vendor path is charged its
     // measured GEMM (the candidate's time less the measured pass) plus one pass per node at

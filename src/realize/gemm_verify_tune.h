@@ -21,6 +21,7 @@ struct CandidateOutcome {
   int trials = 0;
   size_t workspace_bytes = 0;
   std::string note;         // how the time was formed, when it is not the run's alone
+  bool verified = true;     // false: a time only (a lower bound computing no output), no error figures
 };
 
 /// The bound on max|d - ref| / max|ref| a correct kernel meets for this problem: input

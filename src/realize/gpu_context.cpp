@@ -27,6 +27,10 @@ std::optional<GpuInfo> probe_gpu() {
   g.cc_minor = prop.minor;
   g.sm_count = prop.multiProcessorCount;
   g.l2_bytes = size_t(prop.l2CacheSize);
+  g.smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  g.smem_per_sm = prop.sharedMemPerMultiprocessor;
+  g.smem_reserved_per_block = prop.reservedSharedMemPerBlock;
+  g.registers_per_sm = prop.regsPerMultiprocessor;
   int v = 0;
   if (cudaDriverGetVersion(&v) == cudaSuccess) g.driver = version_string(v);
   if (cudaRuntimeGetVersion(&v) == cudaSuccess) g.runtime = version_string(v);

@@ -19,6 +19,10 @@ struct GpuInfo {
   size_t l2_bytes = 0;
   std::string driver;      // e.g. "13.0" (CUDA driver API version)
   std::string runtime;     // CUDA runtime version
+  // Shared memory and registers (cudaDeviceProp sharedMemPerBlockOptin,
+  // sharedMemPerMultiprocessor, reservedSharedMemPerBlock: bytes; regsPerMultiprocessor).
+  size_t smem_per_block_optin = 0, smem_per_sm = 0, smem_reserved_per_block = 0;
+  int registers_per_sm = 0;
 };
 
 /// Returns the current device's facts, or std::nullopt when no CUDA device is usable

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "realize/attention_realize.h"
 #include "realize/build.h"
 #include "realize/codegen.h"
 #include "realize/gemm_space.h"
@@ -38,6 +39,7 @@ struct PatternWork {
   std::string invalid;                   // non-empty: the plan's problem could not be read
   std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
   std::vector<GemmConfig> configs;       // their configurations
+  std::shared_ptr<const AttentionWork> attention;  // an attention pattern (else a GEMM)
   json out;                              // the pattern's realized.json entry
 };
 
@@ -66,6 +68,7 @@ int run_realize(const RealizeOptions& opt) {
   const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
   const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
   const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
+  const AttentionGpuLimits attention_gpu = attention_limits(gpu);
 
   // 1. Candidates per pattern, from the family's tuning space.
   std::vector<PatternWork> work;
@@ -86,6 +89,12 @@ int run_realize(const RealizeOptions& opt) {
     w.out["problem"] = pat.value("problem", nlohmann::json());
     try {
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
+      if (is_attention_pattern(pat)) {  // the other pattern kind: attention_realize.h
+        w.attention = plan_attention_pattern(pat.at("problem"), opt.policy, attention_gpu, opt.tune_budget, requests,
+                                             w.kernels, w.unsupported);
+        work.push_back(std::move(w));
+        continue;
+      }
       w.problem = gemm_problem_from_json(pat.at("problem"));
       // The elementwise tail discovery found: fused into the kernel's epilogue when it can be.
       if (pat.contains("epilogue") && pat.at("epilogue").is_object()) {
@@ -212,39 +221,46 @@ int run_realize(const RealizeOptions& opt) {
       }
     }
 
-    // 3-4. Verify and tune on the GPU: the vendor paths (cuBLAS, cuBLASLt) first, then every
-    // built kernel.
+    // 3-4. Verify and tune on the GPU: the vendor paths first, then every built kernel.
     const auto t_tune = std::chrono::steady_clock::now();
-    std::vector<std::unique_ptr<GemmCandidate>> runnable;
-    runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
-    runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
-    if (w.problem.fused()) {  // the vendor GEMM, then the tail (verify_and_tune models its ATen ops)
-      for (auto& r : runnable) r = make_tail_pass_candidate(std::move(r), w.problem);
-    }
-    json build_failures = json::array();
-    for (size_t i = 0; i < w.kernels.size(); ++i) {
-      const auto& name = w.kernels[i];
-      const auto& b = built.at(name);
-      if (!b.ok) {
-        build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", b.reason}, {"key", b.key}});
-        continue;
-      }
-      // Scheduler options are run-time arguments: each variant is its own candidate.
-      for (const auto& rt : gemm_runtime_variants(w.configs[i], w.problem, sm_count)) {
-        runnable.push_back(load_cutlass_candidate(name + runtime_suffix(rt), b.library.string(), kernel_symbol(name), rt));
-      }
-    }
-    std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
-                 w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
-                 (long long)w.problem.k, (long long)w.problem.l);
     if (!ctx) ctx = std::make_unique<GpuContext>(*gpu);
-    json verification;
-    auto outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose, &verification);
+    json verification, build_failures = json::array();
+    std::vector<CandidateOutcome> outcomes;
+    if (w.attention) {
+      outcomes = tune_attention_pattern(*w.attention, w.kernels, built, opt.policy, *ctx, opt.warmup, opt.trials,
+                                        opt.verbose, verification, build_failures);
+    } else {
+      // GEMM: cuBLAS and cuBLASLt, then every built kernel with its run-time variants.
+      std::vector<std::unique_ptr<GemmCandidate>> runnable;
+      runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
+      runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
+      if (w.problem.fused()) {  // the vendor GEMM, then the tail (verify_and_tune models its ATen ops)
+        for (auto& r : runnable) r = make_tail_pass_candidate(std::move(r), w.problem);
+      }
+      for (size_t i = 0; i < w.kernels.size(); ++i) {
+        const auto& name = w.kernels[i];
+        const auto& b = built.at(name);
+        if (!b.ok) {
+          build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", b.reason}, {"key", b.key}});
+          continue;
+        }
+        // Scheduler options are run-time arguments: each variant is its own candidate.
+        for (const auto& rt : gemm_runtime_variants(w.configs[i], w.problem, sm_count)) {
+          runnable.push_back(load_cutlass_candidate(name + runtime_suffix(rt), b.library.string(), kernel_symbol(name), rt));
+        }
+      }
+      std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
+                   w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
+                   (long long)w.problem.k, (long long)w.problem.l);
+      outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose, &verification);
+    }
     w.out["verification"] = verification;
     const CandidateOutcome* best = nullptr;
     for (const auto& o : outcomes) {
-      json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", o.max_rel_err},
-             {"fro_rel_err", o.fro_rel_err}, {"tolerance", o.tolerance}};
+      // A candidate timed only (the attention vendor bound) has no error figures.
+      auto figure = [&](double x) { return o.verified ? json(x) : json(nullptr); };
+      json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", figure(o.max_rel_err)},
+             {"fro_rel_err", figure(o.fro_rel_err)}, {"tolerance", figure(o.tolerance)}};
       if (!o.note.empty()) c["note"] = o.note;
       if (o.status == "ok") {
         c["median_ms"] = o.median_ms; c["min_ms"] = o.min_ms; c["max_ms"] = o.max_ms;

@@ -23,7 +23,7 @@ void set_build_fields(json& c, const BuildResult& b) {
   if (b.ok) {
     c["object"] = b.object.string();
     c["library"] = b.library.string();
-    c["symbol"] = kernel_symbol(b.name);
+    c["symbol"] = b.symbol.empty() ? kernel_symbol(b.name) : b.symbol;
   } else {
     c.erase("object");
     c.erase("library");

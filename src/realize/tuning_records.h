@@ -20,7 +20,8 @@ registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu
                                const Toolchain& tc, Precision policy);
 
 /// Sets a realized.json CUTLASS candidate's build fields from `b`: "key", "cached", and for a
-/// successful build "object", "library" and "symbol" (removed when the build failed).
+/// successful build "object", "library" and "symbol" (b.symbol, or kernel_symbol of the name
+/// when empty; all three removed when the build failed).
 void set_build_fields(nlohmann::json& candidate, const BuildResult& b);
 
 /// Sets the build fields of a CUTLASS candidate named `<kernel>[+options]` from the build
