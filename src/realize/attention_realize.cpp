@@ -39,7 +39,8 @@ std::shared_ptr<const AttentionWork> plan_attention_pattern(const json& problem,
   return w;
 }
 
-std::vector<CandidateOutcome> tune_attention_pattern(const AttentionWork& w, const std::vector<std::string>& kernels,
+std::vector<CandidateOutcome> tune_attention_pattern(const std::string& id, const AttentionWork& w,
+                                                     const std::vector<std::string>& kernels,
                                                      const std::map<std::string, BuildResult>& built, Precision policy,
                                                      GpuContext& gpu, int warmup, int trials, bool verbose,
                                                      json& verification, json& build_failures) {
@@ -58,8 +59,8 @@ std::vector<CandidateOutcome> tune_attention_pattern(const AttentionWork& w, con
     if (!why.empty()) build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", why}, {"key", b.key}});
   }
   const AttentionProblem& p = w.problem;
-  std::fprintf(stderr, "realize: verifying and tuning %zu attention candidates (B=%lld Hq=%lld Hkv=%lld Tq=%lld Tk=%lld D=%lld %s, mask %s)\n",
-               runnable.size(), (long long)p.batch, (long long)p.heads, (long long)p.kv_heads, (long long)p.seq_q,
+  std::fprintf(stderr, "realize %s: verifying and tuning %zu attention candidates (B=%lld Hq=%lld Hkv=%lld Tq=%lld Tk=%lld D=%lld %s, mask %s)\n",
+               id.c_str(), runnable.size(), (long long)p.batch, (long long)p.heads, (long long)p.kv_heads, (long long)p.seq_q,
                (long long)p.seq_k, (long long)p.head_dim, to_string(p.dtype).c_str(), to_string(p.mask).c_str());
   return verify_and_tune_attention(p, w.family ? &*w.family : nullptr, runnable, gpu, warmup, trials, verbose, &verification);
 }

@@ -37,11 +37,12 @@ std::shared_ptr<const AttentionWork> plan_attention_pattern(const nlohmann::json
                                                             std::map<std::string, BuildRequest>& requests,
                                                             std::vector<std::string>& kernels, std::string& unsupported);
 
-/// Verifies and times the pattern's candidates on the GPU: the vendor lower bound and every
+/// Verifies and times the candidates of pattern `id` on the GPU: the vendor lower bound and every
 /// kernel of `kernels` that built (`built`); a kernel that failed to build or to load goes to
 /// `build_failures` as a quarantined realized.json candidate. `verification` receives
 /// verify_and_tune_attention's record.
-std::vector<CandidateOutcome> tune_attention_pattern(const AttentionWork& work, const std::vector<std::string>& kernels,
+std::vector<CandidateOutcome> tune_attention_pattern(const std::string& id, const AttentionWork& work,
+                                                     const std::vector<std::string>& kernels,
                                                      const std::map<std::string, BuildResult>& built, Precision policy,
                                                      GpuContext& gpu, int warmup, int trials, bool verbose,
                                                      nlohmann::json& verification, nlohmann::json& build_failures);

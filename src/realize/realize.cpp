@@ -227,7 +227,7 @@ int run_realize(const RealizeOptions& opt) {
     json verification, build_failures = json::array();
     std::vector<CandidateOutcome> outcomes;
     if (w.attention) {
-      outcomes = tune_attention_pattern(*w.attention, w.kernels, built, opt.policy, *ctx, opt.warmup, opt.trials,
+      outcomes = tune_attention_pattern(w.id, *w.attention, w.kernels, built, opt.policy, *ctx, opt.warmup, opt.trials,
                                         opt.verbose, verification, build_failures);
     } else {
       // GEMM: cuBLAS and cuBLASLt, then every built kernel with its run-time variants.
