@@ -174,7 +174,10 @@ std::string attention_vendor_note(const AttentionProblem& p, Precision policy) {
       "a lower bound of the ATen path: its two batched GEMMs alone (S = scale * Q K^T, then S V), cuBLAS "
       "strided-batched on contiguous [{} x {}, T, {}] {} copies, {}; the softmax, mask and scale passes and the "
       "copies are not charged",
-      p.batch, p.heads, p.head_dim, to_string(p.dtype), tf32 ? "TF32 compute" : "fp32 compute");
+      p.batch, p.heads, p.head_dim, to_string(p.dtype), tf32 ? "TF32 compute" : "fp32 compute") +
+         (p.form == "sdpa" ? "; eager runs this pattern as scaled_dot_product_attention, whose fused kernels this "
+                             "bound does not describe (they may run below it)"
+                           : "");
 }
 
 }  // namespace fact::realize

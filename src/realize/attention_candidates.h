@@ -49,7 +49,8 @@ std::unique_ptr<AttentionCandidate> load_attention_candidate(const std::string& 
 /// charged. It computes no attention output: verifiable() is false.
 std::unique_ptr<AttentionCandidate> make_attention_vendor_bound(const AttentionProblem& p, Precision policy);
 
-/// The vendor lower bound's realized.json note.
+/// The vendor lower bound's realized.json note; for a problem of form "sdpa" it adds that
+/// eager's fused scaled_dot_product_attention kernels are not what the bound describes.
 std::string attention_vendor_note(const AttentionProblem& p, Precision policy);
 
 }  // namespace fact::realize

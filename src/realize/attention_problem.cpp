@@ -140,6 +140,11 @@ AttentionProblem attention_problem_from_json(const json& j) {
     bad("output_layout", "must be 'bhtd' or 'bthd', got '" + p.output_layout + "'");
   }
 
+  if (j.contains("form")) {
+    if (!j.at("form").is_string()) bad("form", "must be a string, got " + j.at("form").dump());
+    p.form = j.at("form").get<std::string>();
+  }
+
   const json& strides = required(j, "strides", "strides");
   if (!strides.is_object()) bad("strides", "must be an object, got " + strides.dump());
   p.q = strides_of(required(strides, "q", "strides.q"), "strides.q");

@@ -50,6 +50,8 @@ TEST(AttentionProblem, ReadsEveryField) {
   EXPECT_EQ(p.q.row, 1152);
   EXPECT_EQ(p.o.row, 384);
   EXPECT_EQ(p.output_layout, "bthd");
+  EXPECT_EQ(p.form, "");
+  EXPECT_EQ(attention_problem_from_json(mingpt({{"form", "sdpa"}})).form, "sdpa");
   // The views span the whole [B, T, 3C] buffer, less the last row's other two thirds.
   EXPECT_EQ(p.extent_q(), 128 * 1152 + 3 * 96 + 127 * 1152 + 96);
   EXPECT_EQ(p.extent_o(), 2 * 128 * 384);
@@ -91,6 +93,7 @@ TEST(AttentionProblem, ErrorsNameTheField) {
   expect(mingpt({{"scale", "1/sqrt(d)"}}), "field 'scale' must be a finite number");
   expect(mingpt({{"output_layout", "tbhd"}}), "field 'output_layout' must be 'bhtd' or 'bthd'");
   expect(mingpt({{"kind", "gemm"}}), "field 'kind' is not 'attention'");
+  expect(mingpt({{"form", 3}}), "field 'form' must be a string");
   expect(mingpt({{"mask", "additive"}}), "field 'strides.mask' is null, but mask 'additive' reads a tensor");
 
   json j = mingpt();

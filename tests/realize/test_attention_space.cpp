@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "realize/attention_candidates.h"
 #include "realize/attention_space.h"
 
 using namespace fact::realize;
@@ -179,4 +180,16 @@ TEST(AttentionNames, SpellTheWholeConfiguration) {
             "fact_attn_sm80_f16_f16_d64_drop_64x32_mb2");
   EXPECT_TRUE(is_attention_kernel_name("fact_attn_sm80_f16_f16_d64_drop_64x32_mb2"));
   EXPECT_FALSE(is_attention_kernel_name("cutlass3x_sm90a_tf32_rrr_128x128x32_1x2x1_coop_persistent_lincomb"));
+}
+
+TEST(AttentionVendor, NoteSaysItIsALowerBound) {
+  AttentionProblem p = contiguous(DType::F32, 96);
+  const std::string note = attention_vendor_note(p, Precision::tf32);
+  EXPECT_NE(note.find("a lower bound of the ATen path"), std::string::npos) << note;
+  EXPECT_NE(note.find("softmax, mask and scale passes"), std::string::npos) << note;
+  EXPECT_NE(note.find("TF32 compute"), std::string::npos) << note;
+  EXPECT_NE(attention_vendor_note(p, Precision::fp32).find("fp32 compute"), std::string::npos);
+  EXPECT_EQ(note.find("scaled_dot_product_attention"), std::string::npos);
+  p.form = "sdpa";
+  EXPECT_NE(attention_vendor_note(p, Precision::tf32).find("scaled_dot_product_attention"), std::string::npos);
 }
