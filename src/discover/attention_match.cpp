@@ -367,6 +367,7 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
                          "scores", s, other_readers(g, s, consumer)));
     const Node* n = g.producer(s);
     if (n == qk) break;
+    if (!n) reject(fmt::format("%{} is a graph input, not the score product", s));
     std::string next;
     if (std::optional<ScaleOp> sc = scale_op(*n)) {
       p.scale *= checked_factor(*n, sc->factor);
@@ -472,12 +473,21 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
     if (!mask->ref()) reject(fmt::format("%{}: attn_mask is not a tensor", n.name));
     if (is_causal) reject(fmt::format("%{} has both attn_mask and is_causal=True", n.name));
     const graph::DType md = g.type(*mask->ref()).dtype;
-    if (md == graph::DType::b8) p.mask = MaskKind::keep;
-    else if (md == q.dtype) p.mask = MaskKind::additive;
-    else
+    const Node* negation = g.producer(*mask->ref());
+    const std::string* negated = negation && !negation->args.empty() ? negation->args[0].ref() : nullptr;
+    if (md == graph::DType::b8 && negated && only_user(g, *mask->ref()) == &n &&
+        (negation->op == "aten.logical_not.default" || negation->op == "aten.bitwise_not.default") &&
+        g.type(*negated).dtype == graph::DType::b8) {
+      p.mask = MaskKind::drop;  // attn_mask=~removed: the kernel reads `removed` itself
+      p.mask_value = *negated;
+      p.nodes.push_back(negation->name);
+    } else if (md == graph::DType::b8 || md == q.dtype) {
+      p.mask = md == graph::DType::b8 ? MaskKind::keep : MaskKind::additive;
+      p.mask_value = *mask->ref();
+    } else {
       reject(fmt::format("attn_mask %{} of %{} has dtype {}: SDPA's mask is bool (keep) or the query's dtype {} "
                          "(additive)", *mask->ref(), n.name, graph::torch_name(md), graph::torch_name(q.dtype)));
-    p.mask_value = *mask->ref();
+    }
   } else if (is_causal) {
     p.mask = MaskKind::causal;
   }
@@ -525,7 +535,9 @@ OutputLayout absorb_output(const GraphIndex& g, const std::string& core, int64_t
         const int64_t *a = u->args.size() == 3 ? u->args[1].get_if<int64_t>() : nullptr,
                       *b = u->args.size() == 3 ? u->args[2].get_if<int64_t>() : nullptr;
         if (!a || !b) break;
-        std::swap(next[normalized(*a, r)], next[normalized(*b, r)]);
+        const int64_t x = normalized(*a, r), y = normalized(*b, r);
+        if (x < 0 || x >= r || y < 0 || y >= r) break;
+        std::swap(next[x], next[y]);
       } else {
         const auto* l = u->args.size() == 2 ? u->args[1].get_if<Arg::List>() : nullptr;
         if (!l || static_cast<int64_t>(l->size()) != r) break;
