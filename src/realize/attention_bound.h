@@ -3,9 +3,10 @@
 // and by tests on the host (FACT_HD): one definition.
 //
 // With s_j the exact scores of a row, p = softmax(s), O_d = sum_j p_j v_jd:
-//  * scores: each kernel score is off by at most delta = |scale| A (u_qk + (D + 8) 2^-24)
+//  * scores: each kernel score is off by at most delta = |scale| A (u_qk + (2 D + 8) 2^-24)
 //    + 4 2^-24 (M + 1), A = max_j sum_d |q_d k_jd| and M = max_j |additive mask| over the keys
-//    that take part (Q and K rounded to the MMA type, fp32 accumulation over D, the kernel's
+//    that take part (Q and K rounded to the MMA type, fp32 accumulation over D — truncating,
+//    by up to three MMAs per k-step for 3xtf32 —, the kernel's
 //    fp32 scale, mask and max subtraction, ex2.approx). Every weight then moves by a factor
 //    within e^(+-2 delta) and, since both weight sets sum to 1, O_d moves by at most
 //    (e^(2 delta) - 1) sum_j p_j |v_jd - c| for any c: c = v at the largest score (tight
@@ -60,7 +61,8 @@ constexpr double kAttnU24 = 5.9604644775390625e-08;  // 2^-24, fp32's unit round
 
 /// delta: the most a kernel score may be off by (natural-log units).
 FACT_HD inline double attention_score_error(const AttentionErrorTerms& e, const AttentionElementFacts& f) {
-  return f.abs_scale * f.max_qk_abs * (e.u_qk + (f.head_dim + 8.0) * kAttnU24) + 4.0 * kAttnU24 * (f.max_mask_abs + 1.0);
+  return f.abs_scale * f.max_qk_abs * (e.u_qk + (2.0 * f.head_dim + 8.0) * kAttnU24) +
+         4.0 * kAttnU24 * (f.max_mask_abs + 1.0);
 }
 
 /// The bound on |O_kernel - O_d| (see the header comment).

@@ -136,8 +136,12 @@ AttentionProblem attention_problem_from_json(const json& j) {
   else if (mask == "drop") p.mask = MaskKind::drop;
   else bad("mask", "must be none, causal, additive, keep or drop, got '" + mask + "'");
   p.output_layout = string_field(j, "output_layout");
-  if (p.output_layout != "bhtd" && p.output_layout != "bthd") {
-    bad("output_layout", "must be 'bhtd' or 'bthd', got '" + p.output_layout + "'");
+  {
+    std::string outer = p.output_layout.substr(0, 3);
+    std::sort(outer.begin(), outer.end());
+    if (p.output_layout.size() != 4 || p.output_layout[3] != 'd' || outer != "bht") {
+      bad("output_layout", "must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...), got '" + p.output_layout + "'");
+    }
   }
 
   if (j.contains("form")) {

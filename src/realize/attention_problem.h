@@ -38,7 +38,7 @@ struct AttentionProblem {
   double scale = 1.0;         // multiplies q.k before the mask and the softmax
   MaskKind mask = MaskKind::none;
   AttentionStrides q, k, v, o, mask_strides;  // mask_strides only for a mask tensor
-  std::string output_layout = "bhtd";         // "bhtd" | "bthd": how compose views O
+  std::string output_layout = "bhtd";         // O's dims outermost first: "bhtd", "bthd", "tbhd", ...
   std::string form;  // optional: how the graph wrote it, "matmul" | "sdpa" (docs/03-rules.md); "" if absent
 
   /// Elements each allocation spans (largest offset + 1): Q and O over (batch, heads,
@@ -61,7 +61,8 @@ struct AttentionProblem {
 /// seq_q, seq_k, head_dim (positive integers, heads a multiple of kv_heads), dtype
 /// ("float32" | "bfloat16" | "float16"), scale (a finite number), mask, strides
 /// {"q", "k", "v", "o": [batch, head, row] integers >= 0; "mask": the same, or null when
-/// the mask kind reads no tensor}, output_layout ("bhtd" | "bthd") and, optionally, form (a
+/// the mask kind reads no tensor}, output_layout (an order of b, h, t, then d: "bhtd", "bthd",
+/// "tbhd", ...; strides.o is authoritative) and, optionally, form (a
 /// string, how eager computes it: "matmul" or "sdpa"). O's strides must
 /// not make two of its elements share memory, and Q/K/V rows must not overlap (row stride
 /// >= head_dim). Throws fact::Error naming the missing or bad field.

@@ -11,11 +11,7 @@ std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Preci
   why.clear();
   AttentionFamily f{"", p.dtype, int(p.head_dim), p.mask};
   if (p.dtype == DType::F32) {
-    if (policy == Precision::fp32) {
-      why = "fp32-accurate attention is not built yet: the ATen path runs";
-      return std::nullopt;
-    }
-    f.math = policy == Precision::tf32 ? "tf32" : "bf16";
+    f.math = policy == Precision::fp32 ? "3xtf32" : policy == Precision::tf32 ? "tf32" : "bf16";
   } else {
     f.math = p.dtype == DType::BF16 ? "bf16" : "f16";
   }
@@ -40,7 +36,7 @@ std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Preci
 }
 
 std::size_t attention_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
-  const bool tf32 = f.math == "tf32";
+  const bool tf32 = f.math == "tf32" || f.math == "3xtf32";  // fp32 in shared memory
   const std::size_t elem = tf32 ? 4 : 2;
   const std::size_t pitch_k = std::size_t(f.head_dim) + (tf32 ? 8 : 16);
   const std::size_t pitch_v = std::size_t(f.head_dim) + (tf32 ? 4 : 8);
@@ -58,6 +54,7 @@ bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, c
 }
 
 int attention_register_estimate(const AttentionFamily& f, const AttentionConfig& c) {
+  if (f.math == "3xtf32") return f.head_dim / 2 + 2 * (f.head_dim / 2) + c.block_n / 2 + 16 + 40;  // + Q's small parts, P V partials
   const int q_frag = f.math == "tf32" ? f.head_dim / 2 : f.head_dim / 4;
   return f.head_dim / 2 + q_frag + c.block_n / 2 + 40;
 }
@@ -90,7 +87,8 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
   // CTAs sharing one SM at a time, and how well their warps hide latency.
   const double sharing = std::min(double(resident), std::ceil(ctas / gpu.sm_count));
   const double latency_hiding = std::min(1.0, 0.5 + sharing * threads / 32.0 / 16.0);
-  const double peak = (f.math == "tf32" ? 380e12 : 760e12) / 132.0 * 0.55;  // flop/s per SM, mma.sync
+  // flop/s per SM on mma.sync; 3xtf32 issues three tf32 MMAs per product.
+  const double peak = (f.math == "tf32" ? 380e12 : f.math == "3xtf32" ? 380e12 / 3 : 760e12) / 132.0 * 0.55;
   const double step_s = 4.0 * c.block_m * c.block_n * double(f.head_dim) * sharing / (peak * latency_hiding);
   const double slots = double(gpu.sm_count) * resident;
   double compute = p.mask == MaskKind::causal ? std::max(total_steps / slots, max_steps) * step_s
@@ -116,7 +114,7 @@ std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, co
   std::vector<Ranked> ranked;
   for (int bm : {64, 128}) {
     for (int bn : {32, 64}) {
-      for (int mb : {1, 2}) {
+      for (int mb : {1, 2, 3}) {
         const AttentionConfig c{bm, bn, mb};
         if (!attention_config_fits(f, c, gpu)) continue;
         ranked.push_back({c, attention_estimate_seconds(f, c, p, gpu), attention_kernel_name(f, c)});

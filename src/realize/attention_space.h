@@ -7,7 +7,7 @@
 // inner step, MIN_BLOCKS for __launch_bounds__) from the space below. Its name spells all
 // of these and is the cache key part, report row and allow/deny list entry:
 //   fact_attn_sm80_<math>_<io>_d<D>_<mask>_<BLOCK_M>x<BLOCK_N>_mb<MIN_BLOCKS>
-// math: tf32 | bf16 | f16; io (Q/K/V/O elements): f32 | bf16 | f16; mask: nomask | causal |
+// math: tf32 | 3xtf32 | bf16 | f16; io (Q/K/V/O elements): f32 | bf16 | f16; mask: nomask | causal |
 // additive | keep | drop. E.g. fact_attn_sm80_tf32_f32_d96_causal_64x64_mb2. The name is
 // also the C symbol prefix of the kernel's ABI functions (it is a C identifier).
 #pragma once
@@ -22,7 +22,8 @@ namespace fact::realize {
 
 /// What the problem and the policy fix about an attention kernel.
 struct AttentionFamily {
-  std::string math;  // "tf32" | "bf16" | "f16": the mma.sync operand type
+  std::string math;  // "tf32" | "3xtf32" | "bf16" | "f16": the mma.sync operand type (3xtf32:
+                     // fp32-accurate, each operand split into two tf32 parts, three products)
   DType element;     // Q/K/V/O element type
   int head_dim;      // 64 | 96 | 128
   MaskKind mask;
@@ -33,7 +34,7 @@ struct AttentionFamily {
 struct AttentionConfig {
   int block_m;     // 64 | 128: query rows per CTA (16 per warp)
   int block_n;     // 32 | 64: keys per inner step
-  int min_blocks;  // 1 | 2: __launch_bounds__ minimum CTAs per SM
+  int min_blocks;  // 1 | 2 | 3: __launch_bounds__ minimum CTAs per SM
   bool operator==(const AttentionConfig&) const = default;
 };
 
@@ -51,17 +52,17 @@ struct AttentionGpuLimits {
 
 /// The family that implements `p` under `policy`, or std::nullopt with `why` set (then the
 /// pattern is vendor-only: the ATen path runs). fp32 inputs: policy tf32 -> math tf32;
-/// bf16 -> math bf16 (Q/K/V converted to bf16 while loading, O stays fp32); fp32 -> none
-/// ("fp32-accurate attention is not built yet: the ATen path runs"). bf16 and fp16 inputs
-/// use math of their own dtype under any policy. None for a head dim other than 64, 96 or
-/// 128, or when a stride of Q, K, V or O is not a multiple of 16 bytes (the kernels load and
-/// store 16-byte vectors; the template's can_implement rejects such strides).
+/// bf16 -> math bf16 (Q/K/V converted to bf16 while loading, O stays fp32); fp32 -> math
+/// 3xtf32 (fp32-accurate). bf16 and fp16 inputs use math of their own dtype under any
+/// policy. None for a head dim other than 64, 96 or 128, or when a stride of Q, K, V or O is
+/// not a multiple of 16 bytes (the kernels load and store 16-byte vectors; the template's
+/// can_implement rejects such strides).
 std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why);
 
 /// Dynamic shared memory of one CTA in bytes, as the template computes kSmemBytes: a K tile
 /// of BLOCK_N rows of pitch D + 8 (tf32) or D + 16 (16-bit), and a V tile (Q's staging space
 /// first) of max(BLOCK_M, BLOCK_N) rows of pitch D + 4 (tf32) or D + 8 (16-bit); 4-byte
-/// elements for tf32 math (fp32 in shared memory), 2-byte for bf16/f16 math.
+/// elements for tf32 and 3xtf32 math (fp32 in shared memory), 2-byte for bf16/f16 math.
 std::size_t attention_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
 
 /// CTAs of `c` that fit on one SM by shared memory: floor(smem_per_sm / (smem + reserved)).
@@ -73,8 +74,9 @@ int attention_blocks_by_smem(const AttentionFamily& f, const AttentionConfig& c,
 bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
 
 /// Registers per thread the kernel needs, estimated from its arrays: the O accumulator
-/// (D/2 fp32), the Q fragments (D/2 for tf32, D/4 for 16-bit), the S tile (BLOCK_N/2), plus
-/// 40 for addresses, softmax state and temporaries. A ranking input, not a prediction.
+/// (D/2 fp32), the Q fragments (D/2 for tf32, D/4 for 16-bit; 3xtf32 twice tf32's, plus 16
+/// for its P V partial sums), the S tile (BLOCK_N/2), plus 40 for addresses, softmax state and
+/// temporaries. A ranking input, not a prediction.
 int attention_register_estimate(const AttentionFamily& f, const AttentionConfig& c);
 
 /// Estimated seconds of `c` on `p` (a ranking key, not a prediction). Work is counted in
@@ -82,7 +84,8 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 /// flops (a causal CTA sees keys up to its last row: about half the work). Resident CTAs per
 /// SM: min(by shared memory, by registers, 2048 threads), at least 1; the CTAs that share an
 /// SM (at most ceil(CTAs / sm_count) of them) share its mma.sync rate (55 % of the dense
-/// peak: tf32 380 TFLOP/s, bf16/f16 760 over 132 SMs, docs/perf-notes.md), at full rate from
+/// peak: tf32 380 TFLOP/s, bf16/f16 760 over 132 SMs, docs/perf-notes.md; 3xtf32 a third of
+/// tf32's), at full rate from
 /// 16 warps, half with none. Time: whole waves of the longest CTA (tile quantization), or
 /// for causal masks the larger of the balanced total and the longest CTA (the template
 /// starts the longest first); x 1.15 for BLOCK_N 32 (twice the softmax rescales per key);
@@ -93,7 +96,7 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
                                   const AttentionGpuLimits& gpu);
 
-/// Every configuration of BLOCK_M {64, 128} x BLOCK_N {32, 64} x MIN_BLOCKS {1, 2} that fits
+/// Every configuration of BLOCK_M {64, 128} x BLOCK_N {32, 64} x MIN_BLOCKS {1, 2, 3} that fits
 /// (attention_config_fits), ranked by attention_estimate_seconds, best first (ties by
 /// name); at most `budget` entries (0 = all).
 std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, const AttentionProblem& p,

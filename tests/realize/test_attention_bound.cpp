@@ -51,6 +51,9 @@ TEST(AttentionBound, TermsPerFamily) {
   EXPECT_EQ(bf16.u_v, 0.0);
   EXPECT_EQ(bf16.u_p, std::ldexp(1.0, -8));
   EXPECT_EQ(bf16.u_out, std::ldexp(1.0, -8));
+  const auto x3 = attention_error_terms({"3xtf32", DType::F32, 64, MaskKind::none});
+  EXPECT_EQ(x3.u_qk, std::ldexp(1.0, -20));
+  EXPECT_EQ(x3.u_p, std::ldexp(1.0, -21));
   const auto f16 = attention_error_terms(kF16);
   EXPECT_EQ(f16.p_subnormal, 1);
   EXPECT_EQ(f16.out_abs, std::ldexp(1.0, -25));
@@ -75,6 +78,19 @@ TEST(AttentionBound, ScalesWithHeadDimAndMagnitude) {
   const double bf16 = attention_element_bound(attention_error_terms(kBf16), f);
   EXPECT_LT(bf16, 0.2 * base);
   EXPECT_GT(bf16, 2 * std::ldexp(1.0, -8) * f.w0);
+  // 3xtf32: worst-case fp32 accumulation dominates; two orders below tf32's.
+  EXPECT_LT(attention_element_bound(attention_error_terms({"3xtf32", DType::F32, 64, MaskKind::none}), f), 0.01 * base);
+}
+
+TEST(AttentionBound, Fp32PolicyTolerance) {
+  AttentionProblem p;
+  p.head_dim = 96;
+  p.seq_k = 512;
+  // 16 2^-24 (1 + sqrt 96 + sqrt 512) + 2^-24: 3.2e-5, far below tf32's measured 6.7e-4 and
+  // far above 3xtf32's 9.2e-7 (docs/perf-notes.md v6).
+  EXPECT_NEAR(attention_fp32_tolerance(p), 3.16e-5, 0.05e-5);
+  p.seq_k = 8192;
+  EXPECT_GT(attention_fp32_tolerance(p), 2.5 * 3.16e-5);
 }
 
 TEST(AttentionBound, PeakySoftmaxIsTightAndTiesAreCappedByTheRange) {

@@ -91,7 +91,9 @@ TEST(AttentionProblem, ErrorsNameTheField) {
   expect(mingpt({{"dtype", "float64"}}), "field 'dtype' must be float32, bfloat16 or float16");
   expect(mingpt({{"mask", "sliding"}}), "field 'mask' must be none, causal, additive, keep or drop");
   expect(mingpt({{"scale", "1/sqrt(d)"}}), "field 'scale' must be a finite number");
-  expect(mingpt({{"output_layout", "tbhd"}}), "field 'output_layout' must be 'bhtd' or 'bthd'");
+  expect(mingpt({{"output_layout", "tbdh"}}), "field 'output_layout' must be an order of b, h, t followed by d");
+  expect(mingpt({{"output_layout", "bhd"}}), "field 'output_layout' must be an order of b, h, t followed by d");
+  EXPECT_EQ(error_of(mingpt({{"output_layout", "tbhd"}})), "");  // nn.MultiheadAttention
   expect(mingpt({{"kind", "gemm"}}), "field 'kind' is not 'attention'");
   expect(mingpt({{"form", 3}}), "field 'form' must be a string");
   expect(mingpt({{"mask", "additive"}}), "field 'strides.mask' is null, but mask 'additive' reads a tensor");

@@ -46,19 +46,22 @@ TEST(AttentionRealize, VendorOnlyPatternsSayWhy) {
   json head80 = attention({{"head_dim", 80}, {"dtype", "bfloat16"}});  // bf16: its own math under any policy
   head80["strides"]["q"] = head80["strides"]["k"] = head80["strides"]["v"] = json{40960, 80, 320};
   head80["strides"]["o"] = json{40960, 80, 320};
+  json unaligned = attention();
+  unaligned["strides"]["k"] = {147456, 96, 1150};  // 4600 bytes between rows
   const json r = run("fact-attn-realize-1",
-                     {{{"id", "p0"}, {"rule", "attention"}, {"problem", attention()}},
-                      {{"id", "p1"}, {"rule", "attention"}, {"problem", head80}}},
+                     {{{"id", "p0"}, {"rule", "attention"}, {"problem", head80}},
+                      {{"id", "p1"}, {"rule", "attention"}, {"problem", unaligned}}},
                      fact::Precision::fp32);
   ASSERT_EQ(r["patterns"].size(), 2u);
   const json& p0 = r["patterns"][0];
   EXPECT_EQ(p0["rule"], "attention");
-  EXPECT_EQ(p0["problem"], attention());
-  EXPECT_EQ(p0["cutlass_unavailable"], "fp32-accurate attention is not built yet: the ATen path runs");
+  EXPECT_EQ(p0["problem"], head80);
+  EXPECT_NE(p0["cutlass_unavailable"].get<std::string>().find("head dim 80 is not built"), std::string::npos);
   EXPECT_TRUE(p0["candidates"].empty());
   EXPECT_TRUE(p0["winner"].is_null());
   EXPECT_EQ(p0["compile_s"], 0.0);
-  EXPECT_NE(r["patterns"][1]["cutlass_unavailable"].get<std::string>().find("head dim 80 is not built"), std::string::npos);
+  EXPECT_NE(r["patterns"][1]["cutlass_unavailable"].get<std::string>().find("strides.k: the row stride 1150"),
+            std::string::npos) << r["patterns"][1].dump();
 }
 
 TEST(AttentionRealize, MalformedProblemsAreSkippedWithTheFieldNamed) {

@@ -2,6 +2,7 @@
 // its shared-memory pruning, the cost model's ranking and the kernel names.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "realize/attention_candidates.h"
@@ -49,6 +50,9 @@ TEST(AttentionFamily, MathFollowsThePolicyForFp32AndTheDtypeOtherwise) {
   ASSERT_TRUE(f) << why;
   EXPECT_EQ(f->math, "bf16");       // converted while loading
   EXPECT_EQ(f->element, DType::F32);  // O stays fp32
+  f = attention_family(contiguous(DType::F32), Precision::fp32, why);
+  ASSERT_TRUE(f) << why;
+  EXPECT_EQ(f->math, "3xtf32");     // fp32-accurate: three tf32 products of split operands
   for (Precision pol : {Precision::fp32, Precision::tf32, Precision::bf16}) {
     f = attention_family(contiguous(DType::BF16), pol, why);
     ASSERT_TRUE(f) << why;
@@ -62,11 +66,11 @@ TEST(AttentionFamily, MathFollowsThePolicyForFp32AndTheDtypeOtherwise) {
 
 TEST(AttentionFamily, VendorOnlyReasons) {
   std::string why;
-  EXPECT_FALSE(attention_family(contiguous(DType::F32), Precision::fp32, why));
-  EXPECT_EQ(why, "fp32-accurate attention is not built yet: the ATen path runs");
   EXPECT_FALSE(attention_family(contiguous(DType::BF16, 80), Precision::tf32, why));
   EXPECT_NE(why.find("head dim 80 is not built"), std::string::npos) << why;
   EXPECT_NE(why.find("the ATen path runs"), std::string::npos) << why;
+  EXPECT_FALSE(attention_family(contiguous(DType::F32, 80), Precision::fp32, why));
+  EXPECT_NE(why.find("head dim 80 is not built"), std::string::npos) << why;
   // A row stride of 98 fp32 elements (392 bytes) breaks 16-byte vector loads.
   AttentionProblem p = contiguous(DType::F32, 96);
   p.k.row = 98;
@@ -84,47 +88,66 @@ TEST(AttentionSpace, SharedMemoryAsTheTemplateComputesIt) {
   const AttentionFamily tf32{"tf32", DType::F32, 128, MaskKind::none};
   EXPECT_EQ(attention_smem_bytes(tf32, {128, 64, 1}), 4u * (64 * 136 + 128 * 132));
   EXPECT_EQ(attention_smem_bytes(tf32, {64, 32, 2}), 4u * (32 * 136 + 64 * 132));
+  EXPECT_EQ(attention_smem_bytes({"3xtf32", DType::F32, 128, MaskKind::none}, {128, 64, 1}),
+            attention_smem_bytes(tf32, {128, 64, 1}));  // fp32 in shared memory too
   const AttentionFamily bf16{"bf16", DType::F32, 96, MaskKind::causal};  // fp32 inputs, bf16 in shared memory
   EXPECT_EQ(attention_smem_bytes(bf16, {128, 64, 1}), 2u * (64 * 112 + 128 * 104));
   const AttentionFamily f16{"f16", DType::F16, 64, MaskKind::keep};
   EXPECT_EQ(attention_smem_bytes(f16, {64, 64, 2}), 2u * (64 * 80 + 64 * 72));
 }
 
-TEST(AttentionSpace, EveryConfigurationFitsAnH200) {
+TEST(AttentionSpace, AnH200HoldsAllButThreeCTAsOfTheLargestTf32Tiles) {
+  // 12 configurations; three CTAs of (128 + 64 rows) x (D + pitch) fp32 exceed 228 KiB per SM
+  // at head dims 96 (128 x 64) and 128 (128 x 32, 128 x 64). 16-bit math keeps all 12.
   std::string why;
-  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-    for (int64_t d : {64, 96, 128}) {
+  const std::map<int64_t, size_t> tf32_sizes{{64, 12}, {96, 11}, {128, 10}};
+  for (int64_t d : {64, 96, 128}) {
+    for (Precision pol : {Precision::tf32, Precision::fp32}) {
+      const AttentionProblem p = contiguous(DType::F32, d);
+      const auto f = attention_family(p, pol, why);
+      ASSERT_TRUE(f) << why;
+      const auto space = names(*f, attention_tuning_space(*f, p, AttentionGpuLimits{}, 0));
+      EXPECT_EQ(space.size(), tf32_sizes.at(d)) << f->math << " d" << d;
+      EXPECT_EQ(space.count(attention_kernel_name(*f, {128, 64, 3})), d == 64 ? 1u : 0u);
+    }
+    for (DType dt : {DType::BF16, DType::F16}) {
       const AttentionProblem p = contiguous(dt, d);
       const auto f = attention_family(p, Precision::tf32, why);
       ASSERT_TRUE(f) << why;
-      EXPECT_EQ(attention_tuning_space(*f, p, AttentionGpuLimits{}, 0).size(), 8u) << attention_kernel_name(*f, {64, 64, 1});
+      EXPECT_EQ(attention_tuning_space(*f, p, AttentionGpuLimits{}, 0).size(), 12u) << f->math << " d" << d;
     }
+    const AttentionProblem p = contiguous(DType::F32, d);
+    const auto bf16 = attention_family(p, Precision::bf16, why);  // fp32 inputs, bf16 in shared memory
+    EXPECT_EQ(attention_tuning_space(*bf16, p, AttentionGpuLimits{}, 0).size(), 12u);
   }
 }
 
 TEST(AttentionSpace, SharedMemoryPrunesPerPolicyAndDtype) {
   // On an sm_80 (164 KiB per SM) two CTAs of tf32 head dim 128 with 128-row tiles
-  // (2 x (102400 + 1024) bytes for 128 x 64, 2 x (84992 + 1024) for 128 x 32) do not fit; the
-  // same problem under bf16 keeps half the bytes per element and every configuration.
+  // (2 x (102400 + 1024) bytes for 128 x 64, 2 x (84992 + 1024) for 128 x 32) do not fit, nor
+  // three of 64 x 64; the same problem under bf16 keeps half the bytes per element and every
+  // configuration.
   const AttentionProblem p = contiguous(DType::F32, 128, MaskKind::none);
   std::string why;
   const auto tf32 = attention_family(p, Precision::tf32, why);
   const auto bf16 = attention_family(p, Precision::bf16, why);
   ASSERT_TRUE(tf32 && bf16);
   const auto tf32_space = names(*tf32, attention_tuning_space(*tf32, p, a100(), 0));
-  EXPECT_EQ(tf32_space.size(), 6u);
+  EXPECT_EQ(tf32_space.size(), 7u);
+  EXPECT_TRUE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_64x32_mb3"));
+  EXPECT_FALSE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_64x64_mb3"));
   EXPECT_FALSE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_128x64_mb2"));
   EXPECT_FALSE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_128x32_mb2"));
   EXPECT_TRUE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_64x64_mb2"));
   EXPECT_TRUE(tf32_space.count("fact_attn_sm80_tf32_f32_d128_nomask_128x64_mb1"));
-  EXPECT_EQ(attention_tuning_space(*bf16, p, a100(), 0).size(), 8u);
+  EXPECT_EQ(attention_tuning_space(*bf16, p, a100(), 0).size(), 12u);
   // A GPU with 100 KiB per SM (sm_86/89) keeps fewer still.
   AttentionGpuLimits small = a100();
   small.smem_per_block = 99 * 1024;
   small.smem_per_sm = 100 * 1024;
   const auto small_space = names(*tf32, attention_tuning_space(*tf32, p, small, 0));
   for (const auto& n : small_space) {
-    EXPECT_EQ(n.find("_mb2"), std::string::npos) << n;  // no two CTAs of >= 50 KiB each
+    EXPECT_EQ(n.find("_mb1"), n.size() - 4) << n;  // no two CTAs of >= 50 KiB each
   }
   EXPECT_FALSE(attention_config_fits(*tf32, {128, 64, 1}, small));  // 102400 > 99 KiB
   EXPECT_TRUE(attention_config_fits(*bf16, {128, 64, 1}, small));
@@ -136,7 +159,7 @@ TEST(AttentionSpace, RankingAndBudget) {
   const auto f = attention_family(p, Precision::tf32, why);
   ASSERT_TRUE(f);
   const auto all = attention_tuning_space(*f, p, AttentionGpuLimits{}, 0);
-  ASSERT_EQ(all.size(), 8u);
+  ASSERT_EQ(all.size(), 12u);
   for (size_t i = 1; i < all.size(); ++i) {
     EXPECT_LE(attention_estimate_seconds(*f, all[i - 1], p, {}), attention_estimate_seconds(*f, all[i], p, {}));
   }
@@ -165,6 +188,10 @@ TEST(AttentionSpace, RegisterEstimatePenalizesTwoBlocksOfLargeTiles) {
   EXPECT_EQ(attention_register_estimate(f, {128, 64, 2}), 200);
   const AttentionProblem p = contiguous(DType::F32, 128, MaskKind::none, 4096, 4, 32);
   EXPECT_GT(attention_estimate_seconds(f, {128, 64, 2}, p, {}), attention_estimate_seconds(f, {128, 64, 1}, p, {}));
+  // 3xtf32 keeps Q's small parts too, and issues three MMAs per product.
+  const AttentionFamily x3{"3xtf32", DType::F32, 128, MaskKind::none};
+  EXPECT_GT(attention_register_estimate(x3, {64, 32, 1}), attention_register_estimate(f, {64, 32, 1}));
+  EXPECT_GT(attention_estimate_seconds(x3, {64, 32, 1}, p, {}), 2.5 * attention_estimate_seconds(f, {64, 32, 1}, p, {}));
 }
 
 TEST(AttentionNames, SpellTheWholeConfiguration) {
@@ -172,6 +199,8 @@ TEST(AttentionNames, SpellTheWholeConfiguration) {
             "fact_attn_sm80_tf32_f32_d96_causal_64x64_mb2");
   EXPECT_EQ(attention_kernel_name({"bf16", DType::F32, 128, MaskKind::none}, {128, 32, 1}),
             "fact_attn_sm80_bf16_f32_d128_nomask_128x32_mb1");
+  EXPECT_EQ(attention_kernel_name({"3xtf32", DType::F32, 96, MaskKind::causal}, {64, 32, 3}),
+            "fact_attn_sm80_3xtf32_f32_d96_causal_64x32_mb3");
   EXPECT_EQ(attention_kernel_name({"bf16", DType::BF16, 64, MaskKind::additive}, {128, 64, 1}),
             "fact_attn_sm80_bf16_bf16_d64_additive_128x64_mb1");
   EXPECT_EQ(attention_kernel_name({"f16", DType::F16, 64, MaskKind::keep}, {64, 32, 2}),
