@@ -93,7 +93,6 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
   const double slots = double(gpu.sm_count) * resident;
   double compute = p.mask == MaskKind::causal ? std::max(total_steps / slots, max_steps) * step_s
                                               : std::ceil(ctas / slots) * max_steps * step_s;
-  if (c.block_n == 32) compute *= 1.15;
   if (regs_needed > reg_cap) compute *= 1.3;
   // Every CTA reads its head's K and V (mostly from L2: the CTAs of a head run together);
   // Q, K, V and O cross DRAM once.

@@ -88,8 +88,7 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 /// tf32's), at full rate from
 /// 16 warps, half with none. Time: whole waves of the longest CTA (tile quantization), or
 /// for causal masks the larger of the balanced total and the longest CTA (the template
-/// starts the longest first); x 1.15 for BLOCK_N 32 (twice the softmax rescales per key);
-/// x 1.3 when the register estimate exceeds what __launch_bounds__ allows (65536 / (threads x
+/// starts the longest first); x 1.3 when the register estimate exceeds what __launch_bounds__ allows (65536 / (threads x
 /// MIN_BLOCKS), at most 255: spills). Never below the K/V reads of every CTA at 9 TB/s (an
 /// assumed L2 rate: the CTAs of one head run together) or one DRAM pass over Q, K, V and O at
 /// 3.5 TB/s.
@@ -98,7 +97,8 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
 
 /// Every configuration of BLOCK_M {64, 128} x BLOCK_N {32, 64} x MIN_BLOCKS {1, 2, 3} that fits
 /// (attention_config_fits), ranked by attention_estimate_seconds, best first (ties by
-/// name); at most `budget` entries (0 = all).
+/// name, so BLOCK_N 32 before 64: it won on minGPT on the H200, docs/perf-notes.md v6b); at
+/// most `budget` entries (0 = all).
 std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, const AttentionProblem& p,
                                                     const AttentionGpuLimits& gpu, int budget);
 

@@ -175,10 +175,9 @@ TEST(AttentionSpace, RankingAndBudget) {
   const double none_s = attention_estimate_seconds(fn, all[0], none, {});
   EXPECT_GT(causal_s, 0.4 * none_s);
   EXPECT_LT(causal_s, 0.7 * none_s);
-  // Few CTAs (one head of 64 rows): one wave whatever the tile; BLOCK_N 32 pays for its
-  // extra rescales, so a 64-key step ranks first.
+  // One head of 64 rows: a CTA of 128 rows would compute half padding.
   const AttentionProblem tiny = contiguous(DType::BF16, 64, MaskKind::none, 64, 1, 1);
-  EXPECT_EQ(attention_tuning_space(fn, tiny, AttentionGpuLimits{}, 1)[0].block_n, 64);
+  EXPECT_EQ(attention_tuning_space(fn, tiny, AttentionGpuLimits{}, 1)[0].block_m, 64);
 }
 
 TEST(AttentionSpace, RegisterEstimatePenalizesTwoBlocksOfLargeTiles) {
