@@ -1,10 +1,12 @@
 """Fused-attention patterns in the runtime, on CPU: FactAttentionArgs is filled from the
 actual q/k/v strides and the problem's output strides, and the runtime path runs end to end
-against a host-memory stand-in attention library built from src/realize/attention_abi.h."""
+against a host-memory stand-in attention library (tests/python/fake_attention.c, built from
+src/realize/attention_abi.h) that computes attention through the ABI."""
 
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import math
 import os
@@ -21,118 +23,16 @@ from fact.attention import causal_buffers, check_pattern, tril_mismatch
 from fact.export import export, write_graph
 from fact.runtime import ArtifactError, load
 
-# A stand-in for generated attention kernels: float32 Q/K/V/O, head_dim 8, the ABI's formula
-# evaluated naively in double on the host. Like a real kernel, can_implement wants 16-byte
-# aligned pointers and strides that are multiples of 4 elements, and a mask tensor exactly
-# when the kernel's mask kind reads one. fa_last holds the arguments of the latest
-# successful run as the C side read them.
-_FAKE_ATTENTION = r"""
-#include <math.h>
-#include <stddef.h>
-#include <stdint.h>
-#include "attention_abi.h"
-
-#define OFF(f) offsetof(FactAttentionArgs, f)
-static const size_t offsets[] = {
-  OFF(batch), OFF(heads), OFF(kv_heads), OFF(seq_q), OFF(seq_k), OFF(head_dim),
-  OFF(q), OFF(q_batch_stride), OFF(q_head_stride), OFF(q_row_stride),
-  OFF(k), OFF(k_batch_stride), OFF(k_head_stride), OFF(k_row_stride),
-  OFF(v), OFF(v_batch_stride), OFF(v_head_stride), OFF(v_row_stride),
-  OFF(o), OFF(o_batch_stride), OFF(o_head_stride), OFF(o_row_stride),
-  OFF(mask), OFF(mask_batch_stride), OFF(mask_head_stride), OFF(mask_row_stride),
-  OFF(scale), OFF(reserved)};
-size_t fa_sizeof_args(void) { return sizeof(FactAttentionArgs); }
-size_t fa_field_count(void) { return sizeof offsets / sizeof offsets[0]; }
-size_t fa_field_offset(size_t i) { return offsets[i]; }
-
-FactAttentionArgs fa_last;
-int fa_runs = 0;
-long long fa_last_workspace_bytes = -1;
-
-enum { M_NONE, M_CAUSAL, M_ADDITIVE, M_KEEP, M_DROP };
-
-static int check(const FactAttentionArgs* a, int kind) {
-  if (a->head_dim != 8 || a->kv_heads <= 0 || a->heads % a->kv_heads || a->batch <= 0 ||
-      a->seq_q <= 0 || a->seq_k <= 0) return FACT_ATTN_ERR_SHAPE;
-  if ((kind >= M_ADDITIVE) != (a->mask != 0)) return FACT_ATTN_ERR_MASK;
-  const void* p[] = {a->q, a->k, a->v, a->o};
-  for (int i = 0; i < 4; ++i) if ((uintptr_t)p[i] % 16) return FACT_ATTN_ERR_STRIDE;
-  const int64_t s[] = {a->q_batch_stride, a->q_head_stride, a->q_row_stride,
-                       a->k_batch_stride, a->k_head_stride, a->k_row_stride,
-                       a->v_batch_stride, a->v_head_stride, a->v_row_stride,
-                       a->o_batch_stride, a->o_head_stride, a->o_row_stride};
-  for (int i = 0; i < 12; ++i) if (s[i] % 4) return FACT_ATTN_ERR_STRIDE;
-  return a->seq_k > 1024 ? FACT_ATTN_ERR_RANGE : 0;
-}
-
-static int run(const FactAttentionArgs* a, void* ws, size_t ws_bytes, int kind) {
-  int rc = check(a, kind);
-  if (rc) return rc;
-  if (ws == 0 || ws_bytes < 64) return 7;
-  fa_last = *a; fa_last_workspace_bytes = (long long)ws_bytes; ++fa_runs;
-  const float *Q = a->q, *K = a->k, *V = a->v; float* O = a->o;
-  const unsigned char* M8 = a->mask; const float* MF = a->mask;
-  const long group = a->heads / a->kv_heads;
-  double p[1024];
-  for (long b = 0; b < a->batch; ++b)
-    for (long h = 0; h < a->heads; ++h)
-      for (long i = 0; i < a->seq_q; ++i) {
-        const long g = h / group;
-        const float* q = Q + b * a->q_batch_stride + h * a->q_head_stride + i * a->q_row_stride;
-        double mx = -INFINITY, sum = 0;
-        for (long j = 0; j < a->seq_k; ++j) {
-          const float* k = K + b * a->k_batch_stride + g * a->k_head_stride + j * a->k_row_stride;
-          double s = 0;
-          for (long d = 0; d < a->head_dim; ++d) s += (double)q[d] * (double)k[d];
-          s *= a->scale;
-          const long m = b * a->mask_batch_stride + h * a->mask_head_stride +
-                         i * a->mask_row_stride + j;
-          if (kind == M_CAUSAL && j > i) s = -INFINITY;
-          if (kind == M_ADDITIVE) s += MF[m];
-          if (kind == M_KEEP && !M8[m]) s = -INFINITY;
-          if (kind == M_DROP && M8[m]) s = -INFINITY;
-          p[j] = s;
-          if (s > mx) mx = s;
-        }
-        for (long j = 0; j < a->seq_k; ++j) { p[j] = mx == -INFINITY ? NAN : exp(p[j] - mx); sum += p[j]; }
-        float* o = O + b * a->o_batch_stride + h * a->o_head_stride + i * a->o_row_stride;
-        for (long d = 0; d < a->head_dim; ++d) {
-          double acc = 0;
-          for (long j = 0; j < a->seq_k; ++j)
-            acc += p[j] * V[b * a->v_batch_stride + g * a->v_head_stride + j * a->v_row_stride + d];
-          o[d] = (float)(acc / sum);
-        }
-      }
-  return 0;
-}
-#define ATTN(sym, kind, label)                                                               \
-  int sym##_can_implement(const FactAttentionArgs* a) { return check(a, kind); }             \
-  size_t sym##_workspace_bytes(const FactAttentionArgs* a) { return 64; }                    \
-  int sym##_run(const FactAttentionArgs* a, void* ws, size_t n, void* s) {                   \
-    return run(a, ws, n, kind); }                                                            \
-  const char* sym##_name(void) { return label; }
-ATTN(fa_none, M_NONE, "fake_host_attn_f32_d8_none")
-ATTN(fa_causal, M_CAUSAL, "fake_host_attn_f32_d8_causal")
-ATTN(fa_additive, M_ADDITIVE, "fake_host_attn_f32_d8_additive")
-ATTN(fa_keep, M_KEEP, "fake_host_attn_f32_d8_keep")
-ATTN(fa_drop, M_DROP, "fake_host_attn_f32_d8_drop")
-int fa_fail_can_implement(const FactAttentionArgs* a) { return 0; }
-size_t fa_fail_workspace_bytes(const FactAttentionArgs* a) { return 0; }
-int fa_fail_run(const FactAttentionArgs* a, void* ws, size_t n, void* s) { return FACT_ATTN_ERR_RANGE; }
-const char* fa_fail_name(void) { return "fake_host_attn_fails"; }
-"""
-
-
 @pytest.fixture
 def attention_library(tmp_path, repo_root: str) -> str:
+    """tests/python/fake_attention.c built as a shared library; returns its path."""
     header = os.path.join(repo_root, "src", "realize", "attention_abi.h")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None or not os.path.isfile(header):
         pytest.skip("needs a C compiler and src/realize/attention_abi.h")
-    src = tmp_path / "fake_attention.c"
-    src.write_text(_FAKE_ATTENTION)
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_attention.c")
     lib = tmp_path / "libfake_attention.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header), str(src),
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header), src,
                     "-o", str(lib), "-lm"], check=True)
     return str(lib)
 
@@ -555,3 +455,64 @@ def test_inconsistent_attention_patterns_are_artifact_errors(tmp_path,
     types = {"o": {"dtype": "float32", "shape": [2, 6, 32], "strides": [192, 32, 1]}}
     bthd = dict(good, output_layout="bthd", strides=dict(good["strides"], o=[192, 8, 32]))
     check_pattern({"problem": bthd, "operands": _QKVM, "output": "o"}, types)
+
+
+# ------------------------------------------------------------------ fact optimize
+
+def _optimize_mingpt(tmp_path, lib: str, monkeypatch, model: nn.Module) -> dict:
+    """``fact optimize`` on the small minGPT block, the stand-in engine composing the
+    attention pattern onto the host library (whose kernels take CPU tensors)."""
+    opt = importlib.import_module("fact.optimize")  # the module (fact.optimize is a function)
+    graph_art, _ = _mingpt_artifact(tmp_path, lib, model=model)
+    pattern = json.loads(open(os.path.join(graph_art, "manifest.json")).read())["patterns"][0]
+    pattern.update(vendor_ms=0.2, time_ms=0.1, max_rel_err=1e-6)
+    (tmp_path / "patterns.json").write_text(json.dumps([pattern]))
+    monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
+    monkeypatch.setenv("FAKE_FACTC_PATTERNS", str(tmp_path / "patterns.json"))
+    monkeypatch.setenv("FAKE_FACTC_LIBRARY", lib)
+
+    def load_on_host(art, m):
+        fm = load(art, m)
+        for b in fm.bindings.values():
+            b.device_type = "cpu"
+        return fm
+
+    monkeypatch.setattr(opt, "load", load_on_host)
+    before = torch.get_float32_matmul_precision()
+    try:
+        module = opt.optimize(model, [torch.randn(2, 8, 32)], precision="fp32",
+                              out_dir=str(tmp_path / "w"), trials=20)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    md = (tmp_path / "w" / "artifact" / "report.md").read_text()
+    return {"row": module.report["row"], "md": md, "module": module}
+
+
+def test_optimize_runs_and_reports_the_attention_kernel(tmp_path, attention_library: str,
+                                                        fake_factc, monkeypatch) -> None:
+    r = _optimize_mingpt(tmp_path, attention_library, monkeypatch, _MinGptAttention())
+    row = r["row"]
+    assert row["verified"] and row["verified_on"] == ["own inputs"]
+    assert row["fallbacks"] == 0 and row["fallback_reasons"] == {} and row["aten_patterns"] == {}
+    assert row["kernels"] == ["fa_causal_kernel"]
+    assert row["coverage"] > 0
+    assert row["max_rel_err"] < 1e-5
+    assert "(attention: mask causal, 4 heads (MHA), D 8, T 8x8, out bthd)" in r["md"]
+    assert "for an attention pattern, cuBLAS's two GEMMs alone" in r["md"]
+
+
+def test_optimize_lists_the_fallback_of_an_altered_causal_buffer(
+        tmp_path, attention_library: str, fake_factc, monkeypatch) -> None:
+    model = _MinGptAttention()
+    with torch.no_grad():
+        model.bias[0, 0, 3, 6] = 1.0
+    r = _optimize_mingpt(tmp_path, attention_library, monkeypatch, model)
+    row = r["row"]
+    assert row["verified"]  # the ATen nodes compute what the altered model computes
+    (reason,) = row["aten_patterns"].values()
+    assert "buffer b_bias is no longer lower-triangular" in reason
+    assert row["fallbacks"] > 0 and row["fallback_reasons"] == {"p0": {reason: row["fallbacks"]}}
+    assert row["coverage"] == 0.0  # the kernel never runs
+    assert f"- Pattern p0 runs its ATen nodes, not its kernel: {reason}" in r["md"]
+    assert f"  - p0, {row['fallbacks']} calls: {reason}" in r["md"]
+    assert "— not run: its ATen nodes run (see above)" in r["md"]
