@@ -124,14 +124,17 @@ def causal_buffers(problem: Mapping, read: Iterable[str],
 
 
 def tril_mismatch(t: torch.Tensor) -> str:
-    """Why ``t`` is not ``torch.tril(torch.ones(R, C))`` in its last two dimensions (for every
-    index of the leading ones), "" when it is.
+    """Why ``t`` is not of the value class ``"tril"`` (docs/02-graph-format.md), "" when it is.
 
-    1 (or ``True``) on and below the diagonal, 0 above it, exactly: the value discovery
-    proved the causal mask from. One comparison on ``t``'s device.
+    The class export records and discovery proves the causal mask from: rank >= 2, every
+    leading dimension of size 1, and the last two ``[R, C]`` equal to
+    ``torch.tril(torch.ones(R, C))`` exactly (1 or ``True`` on and below the diagonal, 0
+    above it). One comparison on ``t``'s device.
     """
     if t.dim() < 2:
         return f"it has {t.dim()} dimension(s)"
+    if any(s != 1 for s in t.shape[:-2]):
+        return f"its shape {list(t.shape)} has leading dimensions larger than 1"
     if t.device.type == "meta":
         return "it is on the meta device, so its values cannot be checked"
     rows, cols = t.shape[-2], t.shape[-1]

@@ -247,6 +247,7 @@ def test_causal_buffer_selection_and_tril_check() -> None:
     assert "differ" in tril_mismatch(2 * torch.tril(torch.ones(5, 5)))
     assert "differ" in tril_mismatch(torch.ones(5, 5))
     assert "dimension" in tril_mismatch(torch.ones(5))
+    assert "leading dimensions" in tril_mismatch(torch.tril(torch.ones(2, 4, 4)))
     assert "meta" in tril_mismatch(torch.ones(4, 4, device="meta"))
 
 
