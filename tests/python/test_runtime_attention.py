@@ -110,7 +110,7 @@ def _mingpt_artifact(tmp_path, lib: str, model: nn.Module | None = None,
                      mark_tril: bool = True) -> tuple[str, nn.Module]:
     torch.manual_seed(0)
     model = model or _MinGptAttention()
-    graph = export(model, [torch.randn(2, 8, 32)])
+    graph = export(model, [torch.randn(2, 8, 32, device=model.bias.device)])
     names = [n["name"] for n in graph["nodes"]]
     assert all(n in names for n in _MINGPT_NODES), names
     if mark_tril:  # what discovery's export marks: the buffer equals tril(ones)
