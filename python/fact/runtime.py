@@ -249,6 +249,7 @@ class FactModule(torch.nn.Module):
                 consumers.setdefault(r, set()).add(n.name)
         graph_outputs = {r for o in self.graph["outputs"] for r in _refs(_decode(o))}
 
+        params = {p["name"]: p for p in self.graph["params"]}
         kernel_at: dict[str, _KernelNode] = {}  # output node name -> kernel step
         skipped: set[str] = set()
         for pat in (manifest or {}).get("patterns", []):
@@ -268,7 +269,6 @@ class FactModule(torch.nn.Module):
                 self._check_fused(pat)
             binding = self._binding(pat, members, types, library)
             read = [r for m in members for r in m.inputs()]
-            params = {p["name"]: p for p in self.graph["params"]}
             buffers = attention.causal_buffers(pat.get("problem") or {}, read, params)
             if buffers:
                 self._causal_buffers[pat["id"]] = buffers
