@@ -5,6 +5,11 @@ so it keeps ``aten.linear``, ``aten.matmul``, ``aten.softmax``, ``aten.split``, 
 engine's rules recognise. ``operator.getitem`` nodes are folded away: a node whose result is
 a tuple or list has one output per element, named ``<node>.<i>``.
 
+Nodes whose results nothing needs (no graph output, no buffer mutation, no side-effecting
+node) are left out. A buffer or constant whose contents fall in a recognised *value class*
+records it (``"value": "tril"``, see :func:`value_class`), so that rules can rely on what
+it holds (a causal mask) without the graph carrying the tensor.
+
 Only static shapes are supported; anything the format cannot express (symbolic sizes,
 higher-order ops, non-tensor node results, unknown dtypes) raises :class:`ExportError`
 naming the offending node or value.
@@ -21,8 +26,8 @@ from typing import Any, Iterable, Sequence
 import torch
 import torch.fx
 
-__all__ = ["ExportError", "DTYPE_NAMES", "export", "export_program", "graph_from_program",
-           "write_graph", "tensor_type", "value_types"]
+__all__ = ["ExportError", "DTYPE_NAMES", "VALUE_CLASSES", "export", "export_program",
+           "graph_from_program", "write_graph", "tensor_type", "value_class", "value_types"]
 
 GRAPH_FORMAT = "fact.graph"
 GRAPH_VERSION = 1
@@ -47,6 +52,13 @@ _LIFTED_KINDS = {
     "BUFFER": "buffer",
     "CONSTANT_TENSOR": "constant",
 }
+
+
+#: Value classes a buffer or constant may record (docs/02-graph-format.md).
+VALUE_CLASSES = ("tril",)
+
+# Tensors larger than this are not inspected for a value class (the check stays cheap).
+_VALUE_CLASS_MAX_ELEMENTS = 1 << 26
 
 
 class ExportError(RuntimeError):
@@ -124,6 +136,55 @@ def tensor_type(val: Any, where: str) -> dict:
     shape = [_static_int(s, f"{where}: size {i}") for i, s in enumerate(val.shape)]
     strides = [_static_int(s, f"{where}: stride {i}") for i, s in enumerate(val.stride())]
     return {"dtype": DTYPE_NAMES[val.dtype], "shape": shape, "strides": strides}
+
+
+def value_class(val: Any) -> str | None:
+    """The value class of a buffer's or constant's contents, or None.
+
+    ``"tril"``: a bool, integer or floating tensor of rank >= 2 whose leading dims all have
+    size 1 and whose last two dims ``[R, C]`` equal ``torch.tril(torch.ones(R, C))``
+    exactly: element ``(i, j)`` is 1 (True) iff ``j <= i``, 0 (False) elsewhere. minGPT's
+    ``torch.tril(torch.ones(T, T)).view(1, 1, T, T)`` causal-mask buffer is one.
+
+    Tensors without data (meta or fake tensors), of more than 2**26 elements, or of any
+    other contents give None. Never raises for a tensor input; a non-tensor gives None.
+    """
+    if not isinstance(val, torch.Tensor) or val.layout != torch.strided:
+        return None
+    if val.device.type == "meta" or isinstance(val, torch._subclasses.FakeTensor):
+        return None
+    if val.dim() < 2 or val.numel() > _VALUE_CLASS_MAX_ELEMENTS or val.is_complex():
+        return None
+    if any(s != 1 for s in val.shape[:-2]):
+        return None
+    rows, cols = val.shape[-2], val.shape[-1]
+    tril = torch.ones(rows, cols, dtype=torch.bool, device=val.device).tril()
+    with torch.no_grad():
+        if torch.equal(val.reshape(rows, cols), tril.to(val.dtype)):
+            return "tril"
+    return None
+
+
+def _lifted_value(ep: torch.export.ExportedProgram, target: str) -> Any:
+    """The tensor a lifted buffer or constant holds (None when the program has none)."""
+    if target in ep.constants:
+        return ep.constants[target]
+    return ep.state_dict.get(target)
+
+
+def _live_nodes(ep: torch.export.ExportedProgram) -> set[torch.fx.Node]:
+    """Nodes some graph output (buffer mutations included) or side-effecting node needs."""
+    roots = [n for n in ep.graph.nodes
+             if n.op == "output" or (n.op == "call_function" and n.is_impure())]
+    live: set[torch.fx.Node] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n in live:
+            continue
+        live.add(n)
+        stack.extend(n.all_input_nodes)
+    return live
 
 
 # ------------------------------------------------------------------------ arguments
@@ -244,6 +305,7 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
         ExportError: the program uses something the FACT format cannot express.
     """
     lifted, user_names = _lifted_inputs(ep)
+    live = _live_nodes(ep)
     refs: dict[str, str] = {}  # FX node name -> FACT value name
     inputs: list[dict] = []
     params: list[dict] = []
@@ -253,9 +315,13 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
             where = f"input {node.name}"
             if node.name in lifted:
                 info = lifted[node.name]
-                params.append({"name": node.name, "kind": info["kind"],
-                               "target": info["target"],
-                               "type": tensor_type(node.meta.get("val"), where)})
+                param = {"name": node.name, "kind": info["kind"], "target": info["target"],
+                         "type": tensor_type(node.meta.get("val"), where)}
+                if info["kind"] in ("buffer", "constant"):
+                    cls = value_class(_lifted_value(ep, info["target"]))
+                    if cls is not None:
+                        param["value"] = cls
+                params.append(param)
             elif node.name in user_names:
                 val = node.meta.get("val")
                 if not isinstance(val, torch.Tensor):
@@ -267,6 +333,8 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
                 raise ExportError(f"{where}: placeholder not in the graph signature")
             refs[node.name] = node.name
         elif node.op == "call_function":
+            if node not in live:
+                continue
             if node.target is operator.getitem:
                 _fold_getitem(node, refs)
                 continue

@@ -8,7 +8,8 @@ namespace fact::discover {
 const RuleRegistry& builtin_rules() {
   static const RuleRegistry registry = [] {
     RuleRegistry r;
-    r.add(rules::gemm_rule());  // aten.mm / bmm / addmm / matmul / linear -> CUTLASS GEMM
+    r.add(rules::gemm_rule());       // aten.mm / bmm / addmm / matmul / linear -> CUTLASS GEMM
+    r.add(rules::attention_rule());  // softmax(q @ k^T * s + mask) @ v, SDPA -> fused attention
     return r;
   }();
   return registry;

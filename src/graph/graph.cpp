@@ -29,7 +29,22 @@ std::optional<PlaceholderKind> kind_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+bool is_value_class(std::string_view name) {
+  for (std::string_view c : kValueClasses)
+    if (c == name) return true;
+  return false;
+}
+
 namespace {
+
+void check_value_class(const Placeholder& p) {
+  if (p.value_class.empty()) return;
+  if (p.kind != PlaceholderKind::buffer && p.kind != PlaceholderKind::constant)
+    throw Error(std::string(kind_name(p.kind)) + " '" + p.name + "' has value class '" + p.value_class +
+                "': only buffers and constants record one");
+  if (!is_value_class(p.value_class))
+    throw Error("placeholder '" + p.name + "': unknown value class '" + p.value_class + "' (known: tril)");
+}
 
 void check_type(const TensorType& t, const std::string& value) {
   if (t.shape.size() != t.strides.size())
@@ -60,12 +75,14 @@ GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
       throw Error("input '" + p.name + "' has kind " + std::string(kind_name(p.kind)) +
                   ", expected user_input");
     check_type(p.type, p.name);
+    check_value_class(p);
     define(p.name, {nullptr, &p, nullptr});
   }
   for (const auto& p : g.params) {
     if (p.kind == PlaceholderKind::user_input)
       throw Error("parameter '" + p.name + "' has kind user_input");
     check_type(p.type, p.name);
+    check_value_class(p);
     define(p.name, {nullptr, &p, nullptr});
   }
   std::set<std::string, std::less<>> node_names;

@@ -99,12 +99,22 @@ std::string_view kind_name(PlaceholderKind kind);
 /// Inverse of kind_name; nullopt for an unknown name.
 std::optional<PlaceholderKind> kind_from_name(std::string_view name);
 
+/// Value classes a buffer or constant may record (docs/02-graph-format.md, "Value
+/// classes"): what export proved about the tensor's contents.
+///   "tril": 0/1 (or false/true) elements, every leading dim of size 1, and the last two
+///           dims [R, C] equal to torch.tril(torch.ones(R, C)): element (i, j) is 1 iff j <= i.
+inline constexpr std::string_view kValueClasses[] = {"tril"};
+/// True when `name` is one of kValueClasses.
+bool is_value_class(std::string_view name);
+
 /// A graph input: a user input, or a parameter/buffer/constant with its state-dict name.
 struct Placeholder {
   std::string name;
   PlaceholderKind kind = PlaceholderKind::user_input;
   std::string target;  // state-dict name ("fc.weight"); empty for a user input
   TensorType type;
+  /// A value class (kValueClasses) of a buffer or constant; empty when none is recorded.
+  std::string value_class;
   bool operator==(const Placeholder&) const = default;
 };
 
@@ -120,7 +130,8 @@ struct Graph {
 /// Checks that a graph is well formed; throws fact::Error naming the first problem:
 /// duplicate value or node names, a reference to a value not defined before its use,
 /// a reference to a None output, a shape/strides rank mismatch, a placeholder of the
-/// wrong kind in `inputs`/`params`, or node outputs not named `<node>` (one output)
+/// wrong kind in `inputs`/`params`, a value class on a user input or parameter or one
+/// not in kValueClasses, or node outputs not named `<node>` (one output)
 /// or `<node>.<i>` (tuple outputs).
 void validate(const Graph& graph);
 

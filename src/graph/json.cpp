@@ -75,6 +75,11 @@ Placeholder placeholder_from_json(const json& j, const std::string& path, bool i
   p.kind = *k;
   if (!is_input) p.target = string_field(j, "target", path);
   p.type = type_from_json(field(j, "type", path), path + ".type");
+  if (auto it = j.find("value"); it != j.end()) {
+    if (!it->is_string() || it->get<std::string>().empty())
+      fail(path + ".value", "expected a value class name (a non-empty string)");
+    p.value_class = it->get<std::string>();
+  }
   return p;
 }
 
@@ -82,6 +87,7 @@ json placeholder_to_json(const Placeholder& p) {
   json j{{"name", p.name}, {"kind", kind_name(p.kind)}};
   if (p.kind != PlaceholderKind::user_input) j["target"] = p.target;
   j["type"] = type_to_json(p.type);
+  if (!p.value_class.empty()) j["value"] = p.value_class;
   return j;
 }
 

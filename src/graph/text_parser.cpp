@@ -271,6 +271,11 @@ class Parser {
     if (kind != PlaceholderKind::user_input) {
       expect_punct('=');
       p.target = expect_string("the state-dict name");
+      if (tok_.kind == Tok::ident && tok_.text == "value" && peek_nonspace() == '=') {
+        next();
+        next();  // '='
+        p.value_class = expect_string("a value class");
+      }
     }
     return p;
   }

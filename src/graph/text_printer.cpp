@@ -82,8 +82,8 @@ std::string print_text(const Graph& g) {
   std::string out = fmt::format("graph {} {{\n", is_plain_name(g.name) ? g.name : quote(g.name));
   for (const auto& p : g.inputs) out += fmt::format("  input %{} : {}\n", p.name, format_type(p.type));
   for (const auto& p : g.params)
-    out += fmt::format("  {} %{} : {} = {}\n", kind_name(p.kind), p.name, format_type(p.type),
-                       quote(p.target));
+    out += fmt::format("  {} %{} : {} = {}{}\n", kind_name(p.kind), p.name, format_type(p.type),
+                       quote(p.target), p.value_class.empty() ? "" : " value=" + quote(p.value_class));
   for (const auto& n : g.nodes) {
     std::vector<std::string> outs, args;
     for (const auto& v : n.outputs) outs.push_back(value_decl(v));

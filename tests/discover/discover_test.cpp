@@ -23,10 +23,13 @@ TEST(RuleRegistry, RejectsDuplicateNames) {
   EXPECT_EQ(r.rules().size(), 1u);
 }
 
-TEST(RuleRegistry, BuiltinRulesIncludeGemm) {
+TEST(RuleRegistry, BuiltinRulesIncludeGemmAndAttention) {
   const Rule* gemm = builtin_rules().find("gemm");
   ASSERT_NE(gemm, nullptr);
   EXPECT_EQ(gemm->kernel_family, "cutlass.gemm");
+  const Rule* attention = builtin_rules().find("attention");
+  ASSERT_NE(attention, nullptr);
+  EXPECT_EQ(attention->kernel_family, "cutlass.attention");
   EXPECT_EQ(builtin_rules().find("nope"), nullptr);
 }
 
@@ -150,6 +153,48 @@ TEST(PlanJson, TwoGemmsDoNotShareATail) {
     }
   }
   EXPECT_EQ(tails, 1);
+}
+
+TEST(PlanJson, AttentionProblemFollowsDocs03) {
+  // minGPT's attention at the shapes of KernelBench level 3 #43 (B=128, T=512, 8 heads of
+  // 96), q/k/v read in place from the [B, T, 3C] projection, the merge absorbed.
+  graph::Graph g = graph::parse_text(R"(graph Model {
+  input %q : f32[128,8,512,96]{1179648,96,2304,1}
+  input %k : f32[128,8,512,96]{1179648,96,2304,1}
+  input %v : f32[128,8,512,96]{1179648,96,2304,1}
+  buffer %b_bias : f32[1,1,1024,1024]{1048576,1048576,1024,1} = "bias" value="tril"
+  %kt : f32[128,8,96,512]{1179648,96,1,2304} = aten.transpose.int(%k, -2, -1)
+  %matmul : f32[128,8,512,512]{2097152,262144,512,1} = aten.matmul.default(%q, %kt)
+  %mul : f32[128,8,512,512]{2097152,262144,512,1} = aten.mul.Tensor(%matmul, 0.10206207261596575)
+  %slice_1 : f32[1,1,512,1024]{1048576,1048576,1024,1} = aten.slice.Tensor(%b_bias, 2, 0, 512)
+  %slice_2 : f32[1,1,512,512]{1048576,1048576,1024,1} = aten.slice.Tensor(%slice_1, 3, 0, 512)
+  %eq : b8[1,1,512,512]{262144,262144,512,1} = aten.eq.Scalar(%slice_2, 0)
+  %masked_fill : f32[128,8,512,512]{2097152,262144,512,1} = aten.masked_fill.Scalar(%mul, %eq, -inf)
+  %softmax : f32[128,8,512,512]{2097152,262144,512,1} = aten.softmax.int(%masked_fill, -1)
+  %matmul_1 : f32[128,8,512,96]{393216,49152,96,1} = aten.matmul.default(%softmax, %v)
+  %transpose : f32[128,512,8,96]{393216,96,49152,1} = aten.transpose.int(%matmul_1, 1, 2)
+  %contiguous : f32[128,512,8,96]{393216,768,96,1} = aten.contiguous.default(%transpose)
+  %view : f32[128,512,768]{393216,768,1} = aten.view.default(%contiguous, [128, 512, 768])
+  output (%view)
+})");
+  nlohmann::ordered_json j = plan_to_json(make_plan(g, builtin_rules(), Precision::tf32));
+  ASSERT_EQ(j["patterns"].size(), 1u);
+  const auto& p = j["patterns"][0];
+  EXPECT_EQ(p["rule"], "attention");
+  EXPECT_EQ(p["output"], "view");
+  EXPECT_EQ(p["nodes"].dump(), R"(["kt","matmul","mul","slice_1","slice_2","eq","masked_fill","softmax",)"
+                               R"("matmul_1","transpose","contiguous","view"])");
+  EXPECT_EQ(j["rejected"].size(), 0u);
+  EXPECT_EQ(j["fallback"].size(), 0u);
+  EXPECT_EQ(p["operands"].dump(), R"({"q":"q","k":"k","v":"v"})");
+  EXPECT_EQ(p["problem"].dump(),
+            R"({"kind":"attention","batch":128,"heads":8,"kv_heads":8,"seq_q":512,"seq_k":512,)"
+            R"("head_dim":96,"dtype":"float32","scale":0.10206207261596575,"mask":"causal",)"
+            R"("strides":{"q":[1179648,96,2304],"k":[1179648,96,2304],"v":[1179648,96,2304],)"
+            R"("o":[393216,96,768],"mask":null},"output_layout":"bthd","form":"matmul"})");
+  // Causal: 4 * B * H * D * (T * (T + 1) / 2) FLOPs; Q, K, V read and O written once.
+  EXPECT_EQ(p["estimate"]["flops"], int64_t{4} * 128 * 8 * 96 * (512 * 513 / 2));
+  EXPECT_EQ(p["estimate"]["bytes"], int64_t{4} * 128 * 8 * 512 * 96 * 4);
 }
 
 }  // namespace

@@ -69,6 +69,11 @@ TEST(GraphJson, ErrorsNameTheJsonPath) {
                 R"({"name": "n", "op": "aten.relu.default", "args": [], "kwargs": {},
                     "outputs": [{"name": "m", "type": null}]})")),
             "node 'n': output 0 is named 'm', expected 'n'");
+  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 1, "name": "g", "inputs": [],
+      "params": [{"name": "b", "kind": "buffer", "target": "b", "value": 1,
+                  "type": {"dtype": "bool", "shape": [2], "strides": [1]}}],
+      "nodes": [], "outputs": []})"),
+            "params[0].value: expected a value class name (a non-empty string)");
   EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 2})"),
             "version: unsupported version 2 (this build reads 1)");
   EXPECT_EQ(read_error(R"({"format": "fact.plan", "version": 1})"), "format: expected \"fact.graph\"");

@@ -116,6 +116,19 @@ TEST(TextParser, ConstantsReadBackExactly) {
   EXPECT_EQ(*n.kwarg("s")->get_if<std::string>(), "a\"b");
 }
 
+TEST(TextParser, ValueClassOfABuffer) {
+  Graph g = parse_text(with_line("  buffer %b : b8[1,4,4]{16,4,1} = \"mask\" value=\"tril\""));
+  ASSERT_EQ(g.params.size(), 1u);
+  EXPECT_EQ(g.params[0].target, "mask");
+  EXPECT_EQ(g.params[0].value_class, "tril");
+  EXPECT_EQ(parse_error(with_line("  buffer %b : b8[4,4]{4,1} = \"mask\" value=\"triu\"")),
+            "bad.txt: placeholder 'b': unknown value class 'triu' (known: tril)");
+  EXPECT_EQ(parse_error(with_line("  parameter %w : f32[4,4]{4,1} = \"w\" value=\"tril\"")),
+            "bad.txt: parameter 'w' has value class 'tril': only buffers and constants record one");
+  EXPECT_EQ(parse_error(with_line("  buffer %b : b8[4,4]{4,1} = \"mask\" value=tril")),
+            "bad.txt:3:43: expected a value class (a quoted string), found 'tril'");
+}
+
 TEST(TextFormat, DoublesAreShortestAndStayDoubles) {
   EXPECT_EQ(format_double(2.0), "2.0");
   EXPECT_EQ(format_double(0.1), "0.1");

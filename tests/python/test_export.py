@@ -186,3 +186,69 @@ def test_package_functions_survive_submodule_imports() -> None:
     assert OptimizeOptions().trials == 20
     g = fact.export(_Linear(), [torch.randn(2, 16)])
     assert g["nodes"][0]["op"] == "aten.linear.default"
+
+
+class _Masks(nn.Module):
+    """A persistent float tril buffer, a non-persistent bool one, a triu buffer and a constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("causal", torch.tril(torch.ones(6, 6)).view(1, 1, 6, 6))
+        self.register_buffer("keep", torch.ones(6, 6, dtype=torch.bool).tril(), persistent=False)
+        self.register_buffer("upper", torch.triu(torch.ones(6, 6)))
+        self.table = torch.tril(torch.ones(1, 6, 6, dtype=torch.int64))  # a lifted constant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x.masked_fill(self.causal == 0, 0.0).masked_fill(~self.keep, 1.0)
+        return y + self.upper + self.table
+
+
+def test_buffers_and_constants_record_their_value_class() -> None:
+    g = export(_Masks(), [torch.randn(2, 1, 6, 6)])
+    value = {p["target"]: p.get("value") for p in g["params"]}
+    assert value == {"causal": "tril", "keep": "tril", "upper": None, "table": "tril"}
+    kinds = {p["target"]: p["kind"] for p in g["params"]}
+    assert kinds == {"causal": "buffer", "keep": "buffer", "upper": "buffer", "table": "constant"}
+
+
+def test_value_class_needs_the_exact_triangle() -> None:
+    from fact.export import value_class
+    tril = torch.tril(torch.ones(4, 5))
+    assert value_class(tril) == "tril"
+    assert value_class(tril.bool().view(1, 1, 4, 5)) == "tril"
+    assert value_class(tril.to(torch.bfloat16)) == "tril"
+    assert value_class(tril.expand(2, 4, 5)) is None          # a leading dim of size 2
+    assert value_class(tril * 2.0) is None                    # not 0/1
+    assert value_class(torch.tril(torch.ones(4, 4), -1)) is None
+    assert value_class(torch.tril(torch.rand(4, 4))) is None  # lower-triangular, not tril(ones)
+    assert value_class(torch.ones(4)) is None                 # rank 1
+    assert value_class(tril.to("meta")) is None               # no data to look at
+    assert value_class(3) is None
+
+
+class _TrilBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(6, 6)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.masked_fill(self.bias == 0, float("-inf"))
+
+
+def test_model_on_meta_records_no_value_class() -> None:
+    # Meta tensors hold no data: the graph cannot claim what the buffer contains.
+    on_cpu = export(_TrilBuffer(), [torch.randn(6, 6)])
+    on_meta = export(_TrilBuffer().to("meta"), [torch.randn(6, 6, device="meta")])
+    assert on_cpu["params"][0]["value"] == "tril"
+    assert "value" not in on_meta["params"][0]
+
+
+class _DeadBranch(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        unused = x.softmax(-1).mean(1)  # noqa: F841  (computed, never returned)
+        return x * 2.0
+
+
+def test_dead_nodes_are_left_out() -> None:
+    g = export(_DeadBranch(), [torch.randn(3, 4)])
+    assert [n["op"] for n in g["nodes"]] == ["aten.mul.Tensor"]

@@ -5,6 +5,7 @@
 
 namespace fact::discover::rules {
 
-Rule gemm_rule();  // gemm.cpp
+Rule gemm_rule();       // gemm.cpp
+Rule attention_rule();  // attention.cpp
 
 }  // namespace fact::discover::rules
