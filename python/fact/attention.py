@@ -21,6 +21,7 @@ from typing import Iterable, Mapping
 import torch
 
 from fact.abi import ATTENTION_MASKS, TENSOR_MASKS
+from fact.export import value_class
 
 __all__ = ["check_pattern", "causal_buffers", "tril_mismatch", "TRIL_VALUE", "summary"]
 
@@ -124,13 +125,15 @@ def causal_buffers(problem: Mapping, read: Iterable[str],
 
 
 def tril_mismatch(t: torch.Tensor) -> str:
-    """Why ``t`` is not of the value class ``"tril"`` (docs/02-graph-format.md), "" when it is.
+    """Why ``t`` is not of the value class ``"tril"``, "" when it is.
 
-    The class export records and discovery proves the causal mask from: rank >= 2, every
-    leading dimension of size 1, and the last two ``[R, C]`` equal to
-    ``torch.tril(torch.ones(R, C))`` exactly (1 or ``True`` on and below the diagonal, 0
-    above it). One comparison on ``t``'s device.
+    The class is :func:`fact.export.value_class`'s, the one export records and discovery
+    proves the causal mask from: rank >= 2, every leading dimension of size 1, the last two
+    ``[R, C]`` equal to ``torch.tril(torch.ones(R, C))`` exactly (1 or ``True`` on and below
+    the diagonal, 0 above it). One comparison on ``t``'s device; the reason says what differs.
     """
+    if value_class(t) == TRIL_VALUE:
+        return ""
     if t.dim() < 2:
         return f"it has {t.dim()} dimension(s)"
     if any(s != 1 for s in t.shape[:-2]):
@@ -138,13 +141,10 @@ def tril_mismatch(t: torch.Tensor) -> str:
     if t.device.type == "meta":
         return "it is on the meta device, so its values cannot be checked"
     rows, cols = t.shape[-2], t.shape[-1]
-    want = torch.ones(rows, cols, dtype=torch.bool, device=t.device).tril()
-    if torch.equal(t, want.to(t.dtype).expand(t.shape)):
-        return ""
-    if t.dtype == torch.bool:
-        wrong = int((t != want).sum())
-    else:
-        wrong = int((t != want.to(t.dtype)).sum())
+    want = torch.ones(rows, cols, dtype=torch.bool, device=t.device).tril().to(t.dtype)
+    wrong = int((t.reshape(rows, cols) != want).sum())
+    if wrong == 0:
+        return f"it has {t.numel()} elements, more than export inspects"
     return f"{wrong} of its {t.numel()} elements differ from tril(ones({rows}, {cols}))"
 
 

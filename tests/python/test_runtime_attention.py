@@ -113,10 +113,9 @@ def _mingpt_artifact(tmp_path, lib: str, model: nn.Module | None = None,
     graph = export(model, [torch.randn(2, 8, 32, device=model.bias.device)])
     names = [n["name"] for n in graph["nodes"]]
     assert all(n in names for n in _MINGPT_NODES), names
-    if mark_tril:  # what discovery's export marks: the buffer equals tril(ones)
-        for p in graph["params"]:
-            if p["name"] == "b_bias":
-                p["value"] = "tril"
+    (bias,) = [p for p in graph["params"] if p["name"] == "b_bias"]
+    if not mark_tril:  # a graph exported before buffers recorded their value class
+        bias.pop("value", None)
     # q/k/v are [2, 4, 8, 8] views of the [2, 8, 96] projection: batch 768, head 8, row 96.
     qkv = [768, 8, 96]
     problem = _problem(2, 4, 4, 8, 8, 8, "causal", [256, 8, 32], "bthd",
@@ -202,10 +201,11 @@ def test_mingpt_attention_runs_the_kernel_end_to_end(tmp_path, attention_library
 
 
 def test_altered_tril_buffer_runs_the_aten_nodes(tmp_path, attention_library: str) -> None:
-    model = _MinGptAttention()
+    art, model = _mingpt_artifact(tmp_path, attention_library)
+    graph = json.loads(open(os.path.join(art, "graph.json")).read())
+    assert [p.get("value") for p in graph["params"] if p["name"] == "b_bias"] == ["tril"]
     with torch.no_grad():
-        model.bias[0, 0, 1, 5] = 1.0  # key 5 visible from query 1: no longer causal
-    art, model = _mingpt_artifact(tmp_path, attention_library, model=model)
+        model.bias[0, 0, 1, 5] = 1.0  # after export: key 5 visible from query 1
     fm = load(art, model)
     fm.bindings["p0"].device_type = "cpu"
     reason = fm.disabled_patterns()["p0"]
@@ -225,12 +225,12 @@ def test_altered_tril_buffer_runs_the_aten_nodes(tmp_path, attention_library: st
 
 def test_unmarked_buffer_of_a_causal_pattern_is_checked_too(tmp_path,
                                                             attention_library: str) -> None:
-    # A graph without discovery's "value": "tril" marker: the causal pattern's buffer is
+    # A graph without export's "value": "tril" marker: the causal pattern's buffer is
     # found through its nodes (the slices and the comparison read it).
-    model = _MinGptAttention()
+    art, model = _mingpt_artifact(tmp_path, attention_library, mark_tril=False)
+    assert load(art, model).disabled_patterns() == {}
     with torch.no_grad():
         model.bias.fill_(1.0)
-    art, model = _mingpt_artifact(tmp_path, attention_library, model=model, mark_tril=False)
     fm = load(art, model)
     assert "b_bias is no longer lower-triangular" in fm.disabled_patterns()["p0"]
 
