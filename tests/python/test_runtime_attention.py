@@ -517,3 +517,63 @@ def test_optimize_lists_the_fallback_of_an_altered_causal_buffer(
     assert f"- Pattern p0 runs its ATen nodes, not its kernel: {reason}" in r["md"]
     assert f"  - p0, {row['fallbacks']} calls: {reason}" in r["md"]
     assert "— not run: its ATen nodes run (see above)" in r["md"]
+
+
+# ------------------------------------------------------------------ with the real engine
+
+def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str) -> None:
+    """The engine's own plan for the minGPT block (factc discover), a realization whose
+    winner is the stand-in kernel (compiled here, as realize would have), factc compose,
+    then the runtime: plan, manifest and binding agree on the attention contract."""
+    factc = os.path.join(repo_root, "build", "factc")
+    cc = shutil.which("cc")
+    if not os.path.isfile(factc) or cc is None or os.environ.get("FACT_SKIP_NVCC_TESTS") == "1":
+        pytest.skip("needs build/factc, a C compiler and nvcc (compose links with it)")
+    torch.manual_seed(0)
+    model = _MinGptAttention()
+    x = torch.randn(2, 8, 32)
+    write_graph(export(model, [x]), tmp_path / "graph.json")
+    subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o",
+                    str(tmp_path / "plan.json"), "--policy", "fp32"], check=True,
+                   capture_output=True)
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
+    assert attn["nodes"] == _MINGPT_NODES and attn["problem"]["mask"] == "causal"
+    obj = tmp_path / "fake_attention.o"
+    subprocess.run([cc, "-c", "-fPIC", "-O1", "-I", os.path.join(repo_root, "src", "realize"),
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "fake_attention.c"), "-o", str(obj)], check=True)
+
+    def vendor(p: dict) -> dict:
+        return {"kernel": f"cublas_{p['id']}", "impl": "vendor", "status": "ok",
+                "median_ms": 0.2, "max_rel_err": None}
+
+    patterns = []
+    for p in plan["patterns"]:
+        r = {"id": p["id"], "problem": p["problem"], "compile_s": 0.0, "tune_s": 0.0,
+             "candidates": [vendor(p)], "winner": vendor(p)["kernel"],
+             "winner_impl": "vendor"}
+        if p["id"] == attn["id"]:
+            r["candidates"].append({"kernel": "fa_causal", "impl": "cutlass", "status": "ok",
+                                    "median_ms": 0.1, "max_rel_err": 1e-6,
+                                    "workspace_bytes": 64, "object": str(obj)})
+            r.update(winner="fa_causal", winner_impl="cutlass")
+        patterns.append(r)
+    (tmp_path / "realized.json").write_text(json.dumps({
+        "format": "fact.realized", "version": 1, "policy": "fp32", "gpu": "stand-in",
+        "patterns": patterns}))
+    subprocess.run([factc, "compose", str(tmp_path / "plan.json"),
+                    str(tmp_path / "realized.json"), "--graph", str(tmp_path / "graph.json"),
+                    "-o", str(tmp_path / "artifact")], check=True, capture_output=True)
+    manifest = json.loads((tmp_path / "artifact" / "manifest.json").read_text())
+    entry = next(p for p in manifest["patterns"] if p["id"] == attn["id"])
+    assert (entry["abi"], entry["symbol"], entry["impl"]) == ("attention", "fa_causal",
+                                                              "cutlass")
+    fm = load(tmp_path / "artifact", model)
+    binding = fm.bindings[attn["id"]]
+    binding.device_type = "cpu"
+    with torch.no_grad():
+        torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert fm.fallback_counts() == {attn["id"]: 0} and fm.disabled_patterns() == {}
+    assert "attention B=2 H=4 (MHA) Tq=8 Tk=8 D=8 float32 mask:causal out:bthd" in \
+        (tmp_path / "artifact" / "report.md").read_text()
