@@ -1,5 +1,6 @@
 // Graph walking of the `attention` rule (src/discover/rules/attention.cpp): the forms of
-// attention it recognizes, the mask proof and the head-merge absorption.
+// attention it recognizes (attention_match.cpp), the mask proof (attention_mask.cpp), K/V
+// repeats and the head-merge absorption (attention_heads.cpp).
 // docs/03-rules.md, "The attention rule".
 //
 //   O = softmax(scale * q @ k^T + mask) @ v      q [B,Hq,Tq,D], k, v [B,Hkv,Tk,D]
@@ -56,6 +57,14 @@ std::optional<Parts> match_written(const graph::GraphIndex& g, const graph::Node
 /// another dtype, both a mask and is_causal, a non-finite scale.
 std::optional<Parts> match_sdpa(const graph::GraphIndex& g, const graph::Node& sdpa);
 
+/// Grouped-query attention: when p.k and p.v (read by k_consumer / v_consumer; nullptr: not
+/// swallowable) are both [B, Hkv*n, T, D] repeats of [B, Hkv, T, D] values by
+/// repeat_interleave(n, dim=1) or [:, :, None].expand(B, Hkv, n, T, D).reshape(B, Hkv*n, T, D),
+/// each step read only by the next, replaces them by the un-repeated values and adds the
+/// repeat nodes to p.nodes. Both repeat query head h from kv head h / n. Otherwise no change.
+void swallow_repeats(const graph::GraphIndex& g, Parts& p, const graph::Node* k_consumer,
+                     const graph::Node* v_consumer);
+
 /// Where O[b, h, t, :] lands in the pattern's output value.
 struct OutputLayout {
   std::string value;                 // the pattern's output (contiguous)
@@ -96,5 +105,7 @@ std::optional<double> number(const graph::Arg& a);
 const graph::Arg* arg_or_kwarg(const graph::Node& n, size_t i, std::string_view key);
 /// "[2, 4, 8, 8]".
 std::string dims(const std::vector<int64_t>& v);
+/// A dim index with negatives counted from the end (-1 of rank 4 is 3); not range-checked.
+int64_t normalized_dim(int64_t d, int64_t rank);
 
 }  // namespace fact::discover::attention
