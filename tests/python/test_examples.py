@@ -229,6 +229,8 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
         ("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
         ("sdpa_attention", "tf32"), ("gqa_attention", "tf32")]
     assert all(e.startswith("attention/") for e, _ in suite.SUITES["attention"])
+    for example, _ in suite.SUITES["attention"]:
+        assert os.path.isfile(os.path.join(repo_root, "examples", f"{example}.py")), example
     # bench/gpu_rows.sh runs each NAME:POLICY of --list on its own.
     assert suite.main(["attention", "--list", "--precision", "bf16"]) == 0
     assert capsys.readouterr().out == "L3-43_mingpt_attention:bf16\n"
