@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -521,8 +522,26 @@ def test_optimize_lists_the_fallback_of_an_altered_causal_buffer(
 
 # ------------------------------------------------------------------ with the real engine
 
-def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str) -> None:
-    """The engine's own plan for the minGPT block (factc discover), a realization whose
+def _example_model(repo_root: str, name: str, *init) -> nn.Module:
+    """examples/attention/<name>.py's Model, built with small ``init`` arguments."""
+    path = os.path.join(repo_root, "examples", "attention", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"attention_example_{name.replace('-', '_')}",
+                                                  path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Model(*init)
+
+
+# (example, its Model's small constructor arguments, input shape): every head dim is 8.
+_EXAMPLES = [("L3-43_mingpt_attention", (32, 4, 0.0, 0.0, 16), (2, 8, 32)),
+             ("sdpa_attention", (32, 4), (2, 8, 32)),
+             ("gqa_attention", (48, 6, 2), (2, 8, 48))]
+
+
+@pytest.mark.parametrize("name,init,shape", _EXAMPLES, ids=[e[0] for e in _EXAMPLES])
+def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str, name: str, init: tuple,
+                                           shape: tuple) -> None:
+    """The engine's own plan for an attention example (factc discover), a realization whose
     winner is the stand-in kernel (compiled here, as realize would have), factc compose,
     then the runtime: plan, manifest and binding agree on the attention contract."""
     factc = os.path.join(repo_root, "build", "factc")
@@ -530,15 +549,15 @@ def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str) -> None:
     if not os.path.isfile(factc) or cc is None or os.environ.get("FACT_SKIP_NVCC_TESTS") == "1":
         pytest.skip("needs build/factc, a C compiler and nvcc (compose links with it)")
     torch.manual_seed(0)
-    model = _MinGptAttention()
-    x = torch.randn(2, 8, 32)
+    model = _example_model(repo_root, name, *init)
+    x = torch.randn(*shape)
     write_graph(export(model, [x]), tmp_path / "graph.json")
     subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o",
                     str(tmp_path / "plan.json"), "--policy", "fp32"], check=True,
                    capture_output=True)
     plan = json.loads((tmp_path / "plan.json").read_text())
     (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
-    assert attn["nodes"] == _MINGPT_NODES and attn["problem"]["mask"] == "causal"
+    assert attn["problem"]["mask"] == "causal" and attn["problem"]["output_layout"] == "bthd"
     obj = tmp_path / "fake_attention.o"
     subprocess.run([cc, "-c", "-fPIC", "-O1", "-I", os.path.join(repo_root, "src", "realize"),
                     os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -570,10 +589,17 @@ def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str) -> None:
     assert (entry["abi"], entry["symbol"], entry["impl"]) == ("attention", "fa_causal",
                                                               "cutlass")
     fm = load(tmp_path / "artifact", model)
-    binding = fm.bindings[attn["id"]]
-    binding.device_type = "cpu"
+    fm.bindings[attn["id"]].device_type = "cpu"
     with torch.no_grad():
         torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {attn["id"]: 0} and fm.disabled_patterns() == {}
-    assert "attention B=2 H=4 (MHA) Tq=8 Tk=8 D=8 float32 mask:causal out:bthd" in \
+    # Only the projections (and the head split views) stay ATen ops.
+    ops = {n["name"]: n["op"] for n in json.loads((tmp_path / "graph.json").read_text())["nodes"]}
+    assert not {ops[n] for n in fm.aten_nodes()} & {
+        "aten.matmul.default", "aten.softmax.int", "aten.scaled_dot_product_attention.default",
+        "aten.repeat_interleave.self_int"}
+    p = attn["problem"]
+    heads = "(MHA)" if p["heads"] == p["kv_heads"] else \
+        f"Hkv={p['kv_heads']} (GQA {p['heads'] // p['kv_heads']}:1)"
+    assert f"attention B=2 H={p['heads']} {heads} Tq=8 Tk=8 D=8 float32 mask:causal" in \
         (tmp_path / "artifact" / "report.md").read_text()
