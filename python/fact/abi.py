@@ -286,6 +286,10 @@ def attention_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
                    o: torch.Tensor) -> FactAttentionArgs:
     """``FactAttentionArgs`` for a call on ``inputs`` writing ``o``.
 
+    ``inputs`` hold q ``[B, H, Tq, D]``, k and v ``[B, Hkv, Tk, D]`` (the problem's dtype,
+    last dimension contiguous) and, for a mask tensor kind, the mask; ``o`` is a new
+    contiguous tensor of the output value's graph shape and dtype. Only called after
+    :attr:`Abi.check` accepted ``inputs`` (an AssertionError otherwise names what is missing).
     Sizes and ``scale`` are the manifest problem's. Q, K and V are passed with the actual
     tensors' strides of dimensions 0, 1, 2 (batch, head, row): they are views (of the QKV
     projection's output, say) read in place. O's strides are the problem's ``strides.o``:
