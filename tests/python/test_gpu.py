@@ -92,7 +92,7 @@ def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
 
 
 # A naive CUDA attention kernel with the FACT attention ABI: float32, head_dim <= 128, causal
-# (symbols fa_causal_*, as tests/python/test_runtime_attention.py's manifests name them).
+# (symbols fa_causal_*, as tests/python/attention_cases.py names them).
 _CUDA_ATTENTION = r"""
 #include "attention_abi.h"
 #include <cuda_runtime.h>
@@ -140,7 +140,7 @@ extern "C" const char* fa_causal_name(void) { return "naive_cuda_attn_f32_causal
 def test_attention_abi_on_device(tmp_path, repo_root: str) -> None:
     # minGPT's block: q/k/v views of the projection read in place, O written at strides.o
     # into the [B, T, C] output, on a side stream; then traced by torch.compile.
-    from test_runtime_attention import _MinGptAttention, _mingpt_artifact
+    from attention_cases import MinGptAttention, mingpt_artifact
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.isfile(nvcc):
         pytest.skip("needs nvcc")
@@ -150,8 +150,8 @@ def test_attention_abi_on_device(tmp_path, repo_root: str) -> None:
     subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
                     "-I", os.path.join(repo_root, "src", "realize"), str(src),
                     "-o", str(lib)], check=True)
-    model = _MinGptAttention().cuda()
-    art, model = _mingpt_artifact(tmp_path, str(lib), model=model)
+    model = MinGptAttention().cuda()
+    art, model = mingpt_artifact(tmp_path, str(lib), model=model)
     fm = load(art, model)
     x = torch.randn(2, 8, 32, device="cuda")
     stream = torch.cuda.Stream()

@@ -6,133 +6,21 @@ src/realize/attention_abi.h) that computes attention through the ABI."""
 from __future__ import annotations
 
 import ctypes
-import importlib
-import importlib.util
 import json
 import math
 import os
-import shutil
-import subprocess
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from attention_cases import (attn_artifact, attn_pattern, attn_problem, last_args,
+                             mingpt_artifact, mingpt_qkv)
 from fact.abi import FactAttentionArgs, mask_strides
 from fact.attention import causal_buffers, check_pattern, tril_mismatch
-from fact.export import export, write_graph
+from fact.export import export
 from fact.runtime import ArtifactError, load
-
-@pytest.fixture
-def attention_library(tmp_path, repo_root: str) -> str:
-    """tests/python/fake_attention.c built as a shared library; returns its path."""
-    header = os.path.join(repo_root, "src", "realize", "attention_abi.h")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or not os.path.isfile(header):
-        pytest.skip("needs a C compiler and src/realize/attention_abi.h")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_attention.c")
-    lib = tmp_path / "libfake_attention.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header), src,
-                    "-o", str(lib), "-lm"], check=True)
-    return str(lib)
-
-
-def _artifact(tmp_path, graph: dict, patterns: list[dict], lib: str) -> str:
-    art = tmp_path / "artifact"
-    art.mkdir()
-    write_graph(graph, art / "graph.json")
-    (art / "manifest.json").write_text(json.dumps({
-        "format": "fact.manifest", "version": 1, "policy": "fp32",
-        "library": "libfact_kernels.so", "graph": "graph.json", "patterns": patterns}))
-    shutil.copy(lib, art / "libfact_kernels.so")
-    return str(art)
-
-
-def _pattern(nodes: list[str], output: str, operands: dict, problem: dict, symbol: str,
-             pid: str = "p0") -> dict:
-    return {"id": pid, "rule": "attention", "abi": "attention", "nodes": nodes,
-            "output": output, "operands": operands, "problem": problem, "impl": "cutlass",
-            "kernel": f"{symbol}_kernel", "symbol": symbol, "workspace_bytes": 0,
-            "verified": True}
-
-
-def _problem(b: int, h: int, hkv: int, tq: int, tk: int, d: int, mask: str, o: list[int],
-             layout: str, strides: dict | None = None) -> dict:
-    s = {"q": None, "k": None, "v": None, "mask": None, **(strides or {}), "o": o}
-    return {"kind": "attention", "batch": b, "heads": h, "kv_heads": hkv, "seq_q": tq,
-            "seq_k": tk, "head_dim": d, "dtype": "float32", "scale": 1.0 / math.sqrt(d),
-            "mask": mask, "strides": s, "output_layout": layout}
-
-
-def _last(art: str) -> FactAttentionArgs:
-    """The arguments the stand-in's latest run saw (the copy the artifact loaded)."""
-    return FactAttentionArgs.in_dll(ctypes.CDLL(os.path.join(art, "libfact_kernels.so")),
-                                    "fa_last")
-
-
-# ------------------------------------------------------------------ minGPT
-
-class _MinGptAttention(nn.Module):
-    """minGPT's causal self-attention (KernelBench L3-43) at a small size: B=2, T=8, C=32,
-    4 heads of 8; the mask is a registered tril buffer sliced to T."""
-
-    def __init__(self, n_embd: int = 32, n_head: int = 4, max_seqlen: int = 16) -> None:
-        super().__init__()
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.attn_dropout = nn.Dropout(0.0)
-        self.register_buffer("bias", torch.tril(torch.ones(max_seqlen, max_seqlen))
-                             .view(1, 1, max_seqlen, max_seqlen))
-        self.n_head, self.n_embd = n_head, n_embd
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        att = self.attn_dropout(att)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
-# The nodes the attention kernel replaces in the exported minGPT graph: from k's transpose
-# to the head merge (transpose, contiguous, view), the mask chain on the buffer included.
-_MINGPT_NODES = ["transpose_3", "matmul", "mul", "slice_1", "slice_2", "eq", "masked_fill",
-                 "softmax", "dropout", "matmul_1", "transpose_4", "contiguous", "view_3"]
-
-
-def _mingpt_artifact(tmp_path, lib: str, model: nn.Module | None = None,
-                     mark_tril: bool = True) -> tuple[str, nn.Module]:
-    torch.manual_seed(0)
-    model = model or _MinGptAttention()
-    graph = export(model, [torch.randn(2, 8, 32, device=model.bias.device)])
-    names = [n["name"] for n in graph["nodes"]]
-    assert all(n in names for n in _MINGPT_NODES), names
-    (bias,) = [p for p in graph["params"] if p["name"] == "b_bias"]
-    if not mark_tril:  # a graph exported before buffers recorded their value class
-        bias.pop("value", None)
-    # q/k/v are [2, 4, 8, 8] views of the [2, 8, 96] projection: batch 768, head 8, row 96.
-    qkv = [768, 8, 96]
-    problem = _problem(2, 4, 4, 8, 8, 8, "causal", [256, 8, 32], "bthd",
-                       {"q": qkv, "k": qkv, "v": qkv})
-    pattern = _pattern(_MINGPT_NODES, "view_3",
-                       {"q": "transpose_1", "k": "transpose", "v": "transpose_2"},
-                       problem, "fa_causal")
-    return _artifact(tmp_path, graph, [pattern], lib), model
-
-
-def _mingpt_qkv(model: _MinGptAttention, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """q, k, v as the graph computes them: views of one [B, T, 3C] tensor."""
-    B, T, C = x.shape
-    q, k, v = model.c_attn(x).split(C, dim=2)
-    return tuple(t.view(B, T, model.n_head, C // model.n_head).transpose(1, 2)
-                 for t in (q, k, v))
 
 
 def test_attention_args_struct_matches_the_c_header(attention_library: str) -> None:
@@ -149,14 +37,14 @@ def test_attention_args_struct_matches_the_c_header(attention_library: str) -> N
 
 def test_views_of_one_qkv_tensor_fill_the_args_field_by_field(tmp_path,
                                                               attention_library: str) -> None:
-    art, model = _mingpt_artifact(tmp_path, attention_library)
+    art, model = mingpt_artifact(tmp_path, attention_library)
     fm = load(art, model)
     binding = fm.bindings["p0"]
     assert binding.abi.name == "attention"
     assert binding.input_names == ["transpose_1", "transpose", "transpose_2", "b_bias"]
     x = torch.randn(2, 8, 32)
     with torch.no_grad():
-        q, k, v = _mingpt_qkv(model, x)
+        q, k, v = mingpt_qkv(model, x)
     base = q.untyped_storage().data_ptr()
     assert q.untyped_storage().data_ptr() == k.untyped_storage().data_ptr() == \
         v.untyped_storage().data_ptr()
@@ -177,7 +65,7 @@ def test_views_of_one_qkv_tensor_fill_the_args_field_by_field(tmp_path,
 
 
 def test_mingpt_attention_runs_the_kernel_end_to_end(tmp_path, attention_library: str) -> None:
-    art, model = _mingpt_artifact(tmp_path, attention_library)
+    art, model = mingpt_artifact(tmp_path, attention_library)
     fm = load(art, model)
     binding = fm.bindings["p0"]
     # Every replaced node is skipped; the projections stay ATen ops.
@@ -194,7 +82,7 @@ def test_mingpt_attention_runs_the_kernel_end_to_end(tmp_path, attention_library
         out = fm(x)
     assert fm.fallback_counts() == {"p0": 1}
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
-    last = _last(art)
+    last = last_args(art)
     assert (last.q_batch_stride, last.q_head_stride, last.q_row_stride) == (768, 8, 96)
     assert (last.o_batch_stride, last.o_head_stride, last.o_row_stride) == (256, 8, 32)
     assert ctypes.c_longlong.in_dll(ctypes.CDLL(os.path.join(art, "libfact_kernels.so")),
@@ -202,7 +90,7 @@ def test_mingpt_attention_runs_the_kernel_end_to_end(tmp_path, attention_library
 
 
 def test_altered_tril_buffer_runs_the_aten_nodes(tmp_path, attention_library: str) -> None:
-    art, model = _mingpt_artifact(tmp_path, attention_library)
+    art, model = mingpt_artifact(tmp_path, attention_library)
     graph = json.loads(open(os.path.join(art, "graph.json")).read())
     assert [p.get("value") for p in graph["params"] if p["name"] == "b_bias"] == ["tril"]
     with torch.no_grad():
@@ -228,7 +116,7 @@ def test_unmarked_buffer_of_a_causal_pattern_is_checked_too(tmp_path,
                                                             attention_library: str) -> None:
     # A graph without export's "value": "tril" marker: the causal pattern's buffer is
     # found through its nodes (the slices and the comparison read it).
-    art, model = _mingpt_artifact(tmp_path, attention_library, mark_tril=False)
+    art, model = mingpt_artifact(tmp_path, attention_library, mark_tril=False)
     assert load(art, model).disabled_patterns() == {}
     with torch.no_grad():
         model.bias.fill_(1.0)
@@ -281,8 +169,8 @@ def _whole_graph_artifact(tmp_path, model: nn.Module, inputs: list[torch.Tensor]
     """An artifact whose one attention pattern is every node of ``model``'s graph."""
     graph = export(model, inputs)
     nodes = [n["name"] for n in graph["nodes"]]
-    return _artifact(tmp_path, graph, [_pattern(nodes, nodes[-1], operands, problem, symbol)],
-                     lib)
+    pat = attn_pattern(nodes, nodes[-1], operands, problem, symbol)
+    return attn_artifact(tmp_path, graph, [pat], lib)
 
 
 _QKVM = {"q": "q", "k": "k", "v": "v", "mask": "mask"}
@@ -299,14 +187,14 @@ def test_broadcast_keep_mask(tmp_path, attention_library: str) -> None:
     keep[:, 0] = True
     inputs = _sdpa_inputs(keep)
     art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
-                                _problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
+                                attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
                                 "fa_keep")
     fm = load(art)
     fm.bindings["p0"].device_type = "cpu"
     out = fm(*inputs)
     assert fm.fallback_counts() == {"p0": 0}
     torch.testing.assert_close(out, _Sdpa()(*inputs), rtol=1e-5, atol=1e-5)
-    last = _last(art)
+    last = last_args(art)
     assert last.mask == keep.data_ptr()
     assert (last.mask_batch_stride, last.mask_head_stride, last.mask_row_stride) == (0, 0, 6)
 
@@ -326,13 +214,13 @@ def test_additive_mask_per_batch_broadcast_over_heads(tmp_path,
     add[:, :, :, 4] = float("-inf")
     inputs = _sdpa_inputs(add)
     art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
-                                _problem(2, 4, 4, 6, 6, 8, "additive", _BHTD, "bhtd"), _QKVM,
+                                attn_problem(2, 4, 4, 6, 6, 8, "additive", _BHTD, "bhtd"), _QKVM,
                                 "fa_additive")
     fm = load(art)
     fm.bindings["p0"].device_type = "cpu"
     torch.testing.assert_close(fm(*inputs), _Sdpa()(*inputs), rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {"p0": 0}
-    last = _last(art)
+    last = last_args(art)
     assert (last.mask_batch_stride, last.mask_head_stride, last.mask_row_stride) == (36, 0, 6)
 
 
@@ -344,7 +232,7 @@ def test_drop_mask_of_masked_fill_and_a_fully_masked_row(tmp_path,
     inputs = _sdpa_inputs(drop)
     model = _DropMask()
     art = _whole_graph_artifact(tmp_path, model, inputs, attention_library,
-                                _problem(2, 4, 4, 6, 6, 8, "drop", _BHTD, "bhtd"),
+                                attn_problem(2, 4, 4, 6, 6, 8, "drop", _BHTD, "bhtd"),
                                 {"q": "q", "k": "k", "v": "v", "mask": "drop"}, "fa_drop")
     fm = load(art)
     fm.bindings["p0"].device_type = "cpu"
@@ -352,7 +240,7 @@ def test_drop_mask_of_masked_fill_and_a_fully_masked_row(tmp_path,
     assert out.isnan().sum() == want.isnan().sum() == 8 and out[1, 3, 2].isnan().all()
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5, equal_nan=True)
     assert fm.fallback_counts() == {"p0": 0}
-    assert (_last(art).mask_batch_stride, _last(art).mask_head_stride) == (144, 36)
+    assert (last_args(art).mask_batch_stride, last_args(art).mask_head_stride) == (144, 36)
 
 
 def test_grouped_query_heads_read_the_shared_kv_heads(tmp_path,
@@ -361,14 +249,14 @@ def test_grouped_query_heads_read_the_shared_kv_heads(tmp_path,
     q = torch.randn(2, 6, 5, 8, generator=g)
     k, v = torch.randn(2, 2, 5, 8, generator=g), torch.randn(2, 2, 5, 8, generator=g)
     art = _whole_graph_artifact(tmp_path, _Gqa(), [q, k, v], attention_library,
-                                _problem(2, 6, 2, 5, 5, 8, "causal", [240, 40, 8], "bhtd"),
+                                attn_problem(2, 6, 2, 5, 5, 8, "causal", [240, 40, 8], "bhtd"),
                                 {"q": "q", "k": "k", "v": "v"}, "fa_causal")
     fm = load(art)
     assert fm.aten_nodes() == [] and "p0" not in fm.disabled_patterns()  # no buffer
     fm.bindings["p0"].device_type = "cpu"
     torch.testing.assert_close(fm(q, k, v), _Gqa()(q, k, v), rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {"p0": 0}
-    last = _last(art)
+    last = last_args(art)
     assert (last.heads, last.kv_heads, last.k_head_stride) == (6, 2, 40)
 
 
@@ -376,7 +264,7 @@ def _sdpa_module(tmp_path, lib: str, symbol: str = "fa_keep"):
     keep = torch.ones(6, 6, dtype=torch.bool)
     inputs = _sdpa_inputs(keep)
     art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, lib,
-                                _problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
+                                attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
                                 symbol)
     fm = load(art)
     fm.bindings["p0"].device_type = "cpu"
@@ -390,7 +278,7 @@ def test_strided_operands_are_read_in_place(tmp_path, attention_library: str) ->
     out = fm(qs, k, v, keep)
     assert fm.fallback_counts() == {"p0": 0}
     torch.testing.assert_close(out, _Sdpa()(qs, k, v, keep), rtol=1e-5, atol=1e-5)
-    last = _last(art)
+    last = last_args(art)
     assert last.q == qs.data_ptr() and last.q_row_stride == 16 and last.q_head_stride == 96
 
 
@@ -440,7 +328,7 @@ def test_inconsistent_attention_patterns_are_artifact_errors(tmp_path,
     inputs = _sdpa_inputs(torch.ones(6, 6, dtype=torch.bool))
     graph = export(_Sdpa(), inputs)
     node = graph["nodes"][-1]["name"]
-    good = _problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd")
+    good = attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd")
     bad = {"strides.o": (dict(good, strides=dict(good["strides"], o=[192, 48, 4])), _QKVM),
            "needs mask operand": (good, {"q": "q", "k": "k", "v": "v"}),
            "not a multiple": (dict(good, kv_heads=3), _QKVM),
@@ -450,156 +338,10 @@ def test_inconsistent_attention_patterns_are_artifact_errors(tmp_path,
     for i, (match, (problem, operands)) in enumerate(bad.items()):
         sub = tmp_path / f"case{i}"
         sub.mkdir()
-        art = _artifact(sub, graph, [_pattern([node], node, operands, problem, "fa_keep")],
-                        attention_library)
+        pat = attn_pattern([node], node, operands, problem, "fa_keep")
+        art = attn_artifact(sub, graph, [pat], attention_library)
         with pytest.raises(ArtifactError, match=match):
             load(art)
     types = {"o": {"dtype": "float32", "shape": [2, 6, 32], "strides": [192, 32, 1]}}
     bthd = dict(good, output_layout="bthd", strides=dict(good["strides"], o=[192, 8, 32]))
     check_pattern({"problem": bthd, "operands": _QKVM, "output": "o"}, types)
-
-
-# ------------------------------------------------------------------ fact optimize
-
-def _optimize_mingpt(tmp_path, lib: str, monkeypatch, model: nn.Module) -> dict:
-    """``fact optimize`` on the small minGPT block, the stand-in engine composing the
-    attention pattern onto the host library (whose kernels take CPU tensors)."""
-    opt = importlib.import_module("fact.optimize")  # the module (fact.optimize is a function)
-    graph_art, _ = _mingpt_artifact(tmp_path, lib, model=model)
-    pattern = json.loads(open(os.path.join(graph_art, "manifest.json")).read())["patterns"][0]
-    pattern.update(vendor_ms=0.2, time_ms=0.1, max_rel_err=1e-6)
-    (tmp_path / "patterns.json").write_text(json.dumps([pattern]))
-    monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
-    monkeypatch.setenv("FAKE_FACTC_PATTERNS", str(tmp_path / "patterns.json"))
-    monkeypatch.setenv("FAKE_FACTC_LIBRARY", lib)
-
-    def load_on_host(art, m):
-        fm = load(art, m)
-        for b in fm.bindings.values():
-            b.device_type = "cpu"
-        return fm
-
-    monkeypatch.setattr(opt, "load", load_on_host)
-    before = torch.get_float32_matmul_precision()
-    try:
-        module = opt.optimize(model, [torch.randn(2, 8, 32)], precision="fp32",
-                              out_dir=str(tmp_path / "w"), trials=20)
-    finally:
-        torch.set_float32_matmul_precision(before)
-    md = (tmp_path / "w" / "artifact" / "report.md").read_text()
-    return {"row": module.report["row"], "md": md, "module": module}
-
-
-def test_optimize_runs_and_reports_the_attention_kernel(tmp_path, attention_library: str,
-                                                        fake_factc, monkeypatch) -> None:
-    r = _optimize_mingpt(tmp_path, attention_library, monkeypatch, _MinGptAttention())
-    row = r["row"]
-    assert row["verified"] and row["verified_on"] == ["own inputs"]
-    assert row["fallbacks"] == 0 and row["fallback_reasons"] == {} and row["aten_patterns"] == {}
-    assert row["kernels"] == ["fa_causal_kernel"]
-    assert row["coverage"] > 0
-    assert row["max_rel_err"] < 1e-5
-    assert "(attention: mask causal, 4 heads (MHA), D 8, T 8x8, out bthd)" in r["md"]
-    assert "for an attention pattern, cuBLAS's two GEMMs alone" in r["md"]
-
-
-def test_optimize_lists_the_fallback_of_an_altered_causal_buffer(
-        tmp_path, attention_library: str, fake_factc, monkeypatch) -> None:
-    model = _MinGptAttention()
-    with torch.no_grad():
-        model.bias[0, 0, 3, 6] = 1.0
-    r = _optimize_mingpt(tmp_path, attention_library, monkeypatch, model)
-    row = r["row"]
-    assert row["verified"]  # the ATen nodes compute what the altered model computes
-    (reason,) = row["aten_patterns"].values()
-    assert "buffer b_bias is no longer lower-triangular" in reason
-    assert row["fallbacks"] > 0 and row["fallback_reasons"] == {"p0": {reason: row["fallbacks"]}}
-    assert row["coverage"] == 0.0  # the kernel never runs
-    assert f"- Pattern p0 runs its ATen nodes, not its kernel: {reason}" in r["md"]
-    assert f"  - p0, {row['fallbacks']} calls: {reason}" in r["md"]
-    assert "— not run: its ATen nodes run (see above)" in r["md"]
-
-
-# ------------------------------------------------------------------ with the real engine
-
-def _example_model(repo_root: str, name: str, *init) -> nn.Module:
-    """examples/attention/<name>.py's Model, built with small ``init`` arguments."""
-    path = os.path.join(repo_root, "examples", "attention", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"attention_example_{name.replace('-', '_')}",
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Model(*init)
-
-
-# (example, its Model's small constructor arguments, input shape): every head dim is 8.
-_EXAMPLES = [("L3-43_mingpt_attention", (32, 4, 0.0, 0.0, 16), (2, 8, 32)),
-             ("sdpa_attention", (32, 4), (2, 8, 32)),
-             ("gqa_attention", (48, 6, 2), (2, 8, 48))]
-
-
-@pytest.mark.parametrize("name,init,shape", _EXAMPLES, ids=[e[0] for e in _EXAMPLES])
-def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str, name: str, init: tuple,
-                                           shape: tuple) -> None:
-    """The engine's own plan for an attention example (factc discover), a realization whose
-    winner is the stand-in kernel (compiled here, as realize would have), factc compose,
-    then the runtime: plan, manifest and binding agree on the attention contract."""
-    factc = os.path.join(repo_root, "build", "factc")
-    cc = shutil.which("cc")
-    if not os.path.isfile(factc) or cc is None or os.environ.get("FACT_SKIP_NVCC_TESTS") == "1":
-        pytest.skip("needs build/factc, a C compiler and nvcc (compose links with it)")
-    torch.manual_seed(0)
-    model = _example_model(repo_root, name, *init)
-    x = torch.randn(*shape)
-    write_graph(export(model, [x]), tmp_path / "graph.json")
-    subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o",
-                    str(tmp_path / "plan.json"), "--policy", "fp32"], check=True,
-                   capture_output=True)
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
-    assert attn["problem"]["mask"] == "causal" and attn["problem"]["output_layout"] == "bthd"
-    obj = tmp_path / "fake_attention.o"
-    subprocess.run([cc, "-c", "-fPIC", "-O1", "-I", os.path.join(repo_root, "src", "realize"),
-                    os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                 "fake_attention.c"), "-o", str(obj)], check=True)
-
-    def vendor(p: dict) -> dict:
-        return {"kernel": f"cublas_{p['id']}", "impl": "vendor", "status": "ok",
-                "median_ms": 0.2, "max_rel_err": None}
-
-    patterns = []
-    for p in plan["patterns"]:
-        r = {"id": p["id"], "problem": p["problem"], "compile_s": 0.0, "tune_s": 0.0,
-             "candidates": [vendor(p)], "winner": vendor(p)["kernel"],
-             "winner_impl": "vendor"}
-        if p["id"] == attn["id"]:
-            r["candidates"].append({"kernel": "fa_causal", "impl": "cutlass", "status": "ok",
-                                    "median_ms": 0.1, "max_rel_err": 1e-6,
-                                    "workspace_bytes": 64, "object": str(obj)})
-            r.update(winner="fa_causal", winner_impl="cutlass")
-        patterns.append(r)
-    (tmp_path / "realized.json").write_text(json.dumps({
-        "format": "fact.realized", "version": 1, "policy": "fp32", "gpu": "stand-in",
-        "patterns": patterns}))
-    subprocess.run([factc, "compose", str(tmp_path / "plan.json"),
-                    str(tmp_path / "realized.json"), "--graph", str(tmp_path / "graph.json"),
-                    "-o", str(tmp_path / "artifact")], check=True, capture_output=True)
-    manifest = json.loads((tmp_path / "artifact" / "manifest.json").read_text())
-    entry = next(p for p in manifest["patterns"] if p["id"] == attn["id"])
-    assert (entry["abi"], entry["symbol"], entry["impl"]) == ("attention", "fa_causal",
-                                                              "cutlass")
-    fm = load(tmp_path / "artifact", model)
-    fm.bindings[attn["id"]].device_type = "cpu"
-    with torch.no_grad():
-        torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
-    assert fm.fallback_counts() == {attn["id"]: 0} and fm.disabled_patterns() == {}
-    # Only the projections (and the head split views) stay ATen ops.
-    ops = {n["name"]: n["op"] for n in json.loads((tmp_path / "graph.json").read_text())["nodes"]}
-    assert not {ops[n] for n in fm.aten_nodes()} & {
-        "aten.matmul.default", "aten.softmax.int", "aten.scaled_dot_product_attention.default",
-        "aten.repeat_interleave.self_int"}
-    p = attn["problem"]
-    heads = "(MHA)" if p["heads"] == p["kv_heads"] else \
-        f"Hkv={p['kv_heads']} (GQA {p['heads'] // p['kv_heads']}:1)"
-    assert f"attention B=2 H={p['heads']} {heads} Tq=8 Tk=8 D=8 float32 mask:causal" in \
-        (tmp_path / "artifact" / "report.md").read_text()
