@@ -92,7 +92,7 @@ class FactAttentionArgs(ctypes.Structure):
         ("o_head_stride", ctypes.c_int64), ("o_row_stride", ctypes.c_int64),
         ("mask", ctypes.c_void_p), ("mask_batch_stride", ctypes.c_int64),
         ("mask_head_stride", ctypes.c_int64), ("mask_row_stride", ctypes.c_int64),
-        ("scale", ctypes.c_float), ("reserved", ctypes.c_int32),
+        ("scale", ctypes.c_float), ("flags", ctypes.c_int32),
     ]
 
 
@@ -282,6 +282,17 @@ def _attention_check(binding: "KernelBinding", inputs: Sequence[torch.Tensor]) -
     return ""
 
 
+#: ``FactAttentionArgs.flags`` bit: a row with every key removed gives 0, not NaN.
+FACT_ATTN_FLAG_EMPTY_ROW_ZERO = 1
+
+
+def attention_flags(problem: dict) -> int:
+    """``FactAttentionArgs.flags`` for an attention ``problem``: attention written with
+    ``F.scaled_dot_product_attention`` (``form: "sdpa"``) gives 0 for a query row whose keys
+    the mask removes entirely (torch's safe softmax), attention written by hand NaN."""
+    return FACT_ATTN_FLAG_EMPTY_ROW_ZERO if problem.get("form") == "sdpa" else 0
+
+
 def attention_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
                    o: torch.Tensor) -> FactAttentionArgs:
     """``FactAttentionArgs`` for a call on ``inputs`` writing ``o``.
@@ -313,7 +324,7 @@ def attention_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
         v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1),
         v_row_stride=v.stride(2),
         o=o.data_ptr(), o_batch_stride=so[0], o_head_stride=so[1], o_row_stride=so[2],
-        scale=float(p["scale"]), reserved=0)
+        scale=float(p["scale"]), flags=attention_flags(p))
     if mask is not None and p.get("mask") in TENSOR_MASKS:
         layout = mask_strides(mask, batch, heads, seq_q, seq_k)
         assert not isinstance(layout, str), layout

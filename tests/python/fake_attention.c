@@ -19,7 +19,7 @@ static const size_t offsets[] = {
   OFF(v), OFF(v_batch_stride), OFF(v_head_stride), OFF(v_row_stride),
   OFF(o), OFF(o_batch_stride), OFF(o_head_stride), OFF(o_row_stride),
   OFF(mask), OFF(mask_batch_stride), OFF(mask_head_stride), OFF(mask_row_stride),
-  OFF(scale), OFF(reserved)};
+  OFF(scale), OFF(flags)};
 size_t fa_sizeof_args(void) { return sizeof(FactAttentionArgs); }
 size_t fa_field_count(void) { return sizeof offsets / sizeof offsets[0]; }
 size_t fa_field_offset(size_t i) { return offsets[i]; }
@@ -79,7 +79,7 @@ static int run(const FactAttentionArgs* a, void* ws, size_t ws_bytes, int kind) 
           double acc = 0;
           for (long j = 0; j < a->seq_k; ++j)
             acc += p[j] * V[b * a->v_batch_stride + g * a->v_head_stride + j * a->v_row_stride + d];
-          o[d] = (float)(acc / sum);
+          o[d] = mx == -INFINITY && (a->flags & FACT_ATTN_FLAG_EMPTY_ROW_ZERO) ? 0.f : (float)(acc / sum);
         }
       }
   return 0;

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from attention_cases import (attn_artifact, attn_pattern, attn_problem, last_args,
                              mingpt_artifact, mingpt_qkv)
-from fact.abi import FactAttentionArgs, mask_strides
+from fact.abi import FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs, mask_strides
 from fact.attention import causal_buffers, check_pattern, tril_mismatch
 from fact.export import export
 from fact.runtime import ArtifactError, load
@@ -61,7 +61,7 @@ def test_views_of_one_qkv_tensor_fill_the_args_field_by_field(tmp_path,
     assert (a.o_batch_stride, a.o_head_stride, a.o_row_stride) == (256, 8, 32)
     assert a.mask is None
     assert (a.mask_batch_stride, a.mask_head_stride, a.mask_row_stride) == (0, 0, 0)
-    assert a.scale == pytest.approx(1 / math.sqrt(8), rel=1e-7) and a.reserved == 0
+    assert a.scale == pytest.approx(1 / math.sqrt(8), rel=1e-7) and a.flags == 0
 
 
 def test_mingpt_attention_runs_the_kernel_end_to_end(tmp_path, attention_library: str) -> None:
@@ -206,6 +206,23 @@ def test_sdpa_gives_zeros_where_every_key_is_masked() -> None:
     keep[2] = False
     assert (_Sdpa()(q, k, v, keep)[:, :, 2] == 0).all()
     assert _DropMask()(q, k, v, ~keep)[:, :, 2].isnan().all()
+
+
+def test_sdpa_form_asks_the_kernel_for_zeros_in_fully_masked_rows(tmp_path,
+                                                                  attention_library: str) -> None:
+    keep = torch.rand(6, 6, generator=torch.Generator().manual_seed(5)) > 0.4
+    keep[:, 0] = True
+    keep[2] = False  # query 2 sees no key: SDPA writes 0 there, the hand-written form NaN
+    inputs = _sdpa_inputs(keep)
+    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
+                                {**attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"),
+                                 "form": "sdpa"}, _QKVM, "fa_keep")
+    fm = load(art)
+    fm.bindings["p0"].device_type = "cpu"
+    out = fm(*inputs)
+    assert last_args(art).flags == FACT_ATTN_FLAG_EMPTY_ROW_ZERO
+    assert (out[:, :, 2] == 0).all() and not out.isnan().any()
+    torch.testing.assert_close(out, _Sdpa()(*inputs), rtol=1e-5, atol=1e-5)
 
 
 def test_additive_mask_per_batch_broadcast_over_heads(tmp_path,
