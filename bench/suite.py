@@ -2,9 +2,12 @@
 
 Suites: ``skeleton`` (the four examples of examples/, each under its own policy),
 ``gemm`` (examples/kernelbench_l1/: the GEMM problems of KernelBench level 1, each at
-``tf32`` and at ``fp32``) and ``epilogue`` (examples/epilogue/: a GEMM followed by an
-elementwise tail that FACT fuses into the kernel's epilogue, at ``tf32``, always timed
-side by side with ``torch.compile``: ``--inductor`` is implied). Each (problem, policy)
+``tf32`` and at ``fp32``), ``epilogue`` (examples/epilogue/: a GEMM followed by an
+elementwise tail that FACT fuses into the kernel's epilogue, at ``tf32``) and ``attention``
+(examples/attention/: minGPT's causal self-attention, KernelBench L3-43, at ``tf32`` and
+``bf16``; an SDPA call and grouped-query attention at ``tf32``). The epilogue and attention
+suites are always timed side by side with ``torch.compile`` (``--inductor`` is implied).
+Each (problem, policy)
 runs in its own process (``python -m fact.cli optimize ...``), so one problem's memory and
 compiled state cannot affect the next. The rows are merged into one docs/07-bench-format.md file (default
 ``bench/results/<suite>-h200.json``) with its markdown table beside it (``.md``).
@@ -13,6 +16,7 @@ Usage::
 
     python bench/suite.py SUITE [--out FILE.json] [--precision POLICY] [--jobs N]
                           [--tune-budget N] [--inductor] [--only NAME ...]
+    python bench/suite.py SUITE --list      # the suite's runs, one NAME:POLICY a line
 
 Exit status: 0 when every run finished and verified, 1 otherwise.
 """
@@ -45,14 +49,20 @@ _EPILOGUE = ["a_sub_mul_relu", "b_mul_leaky_relu", "c_relu_div", "d_add_bias_rel
              "e_div_gelu", "f_mul_hardtanh_gelu", "g_swish_div_clamp_tanh_clamp",
              "h_add_swish_tanh_gelu_hardtanh", "i_sigmoid_times_2_plus_x", "wide_swish_mul",
              "mingpt_mlp"]
+# Fused attention: minGPT's block (KernelBench L3-43: the QKV projection, causal attention
+# from a tril buffer, the head merge, the output projection) under both fp32-model policies,
+# a bare SDPA call, and grouped-query attention.
+_ATTENTION = [("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
+              ("sdpa_attention", "tf32"), ("gqa_attention", "tf32")]
 SUITES: dict[str, list[tuple[str, str]]] = {
     "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
                  ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],
     "gemm": [(f"kernelbench_l1/{n}", pol) for pol in ("tf32", "fp32") for n in _L1_GEMMS],
     "epilogue": [(f"epilogue/{n}", "tf32") for n in _EPILOGUE],
+    "attention": [(f"attention/{n}", pol) for n, pol in _ATTENTION],
 }
 # Suites whose claim is against torch.compile (default mode): they always time it.
-INDUCTOR_SUITES = {"epilogue"}
+INDUCTOR_SUITES = {"epilogue", "attention"}
 
 
 def _name(example: str) -> str:
@@ -116,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=420,
                         help="seconds one problem may take (compile, tune, verify, time)")
     parser.add_argument("--only", nargs="+", default=None, help="problem names to run")
+    parser.add_argument("--list", action="store_true",
+                        help="print the runs (NAME:POLICY, one a line) and exit")
     args = parser.parse_args(argv)
     args.inductor = args.inductor or args.suite in INDUCTOR_SUITES
     runs = [(ex, pol) for ex, pol in SUITES[args.suite]
@@ -123,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             and (args.precision is None or pol == args.precision)]
     if not runs:
         parser.error("no run of the suite matches --only/--precision")
+    if args.list:
+        print("\n".join(f"{_name(ex)}:{pol}" for ex, pol in runs))
+        return 0
     out = args.out or os.path.join(REPO, "bench", "results", f"{args.suite}-h200.json")
 
     rows: list[dict] = []

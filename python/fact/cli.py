@@ -87,8 +87,10 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(f"coverage: {row['coverage']:.1%} of eager time is in FACT kernels; report: "
               f"{os.path.join(report['artifact'], 'report.md')}")
     if row.get("fallbacks"):
-        print(f"note: {row['fallbacks']} kernel calls fell back to ATen "
-              f"({module.fallback_counts()})")
+        print(f"note: {row['fallbacks']} kernel calls fell back to ATen:")
+        for pid, reasons in module.fallback_reasons().items():
+            for reason, calls in reasons.items():
+                print(f"  {pid} ({calls}): {reason}")
     if args.json:
         command = "fact " + " ".join(shlex.quote(a) for a in argv)
         doc = bench_document(command, [row], machine_info(report["realized"]))

@@ -20,10 +20,13 @@ change to the process's matplotlib backend).
                       / eager median ms under the same policy)
 
 ``vendor_ms`` is the fastest verified vendor candidate ``factc realize`` measured for the
-pattern (for a fused pattern: the vendor GEMM plus its elementwise tail as one pass), i.e.
-what that part of the module cost before FACT. It is measured per pattern (L2 flushed, its
-own process), not inside the module, so the ratio is an estimate and is capped at 100 %.
-A cutlass pattern without ``vendor_ms`` contributes nothing (the report names it).
+pattern (for a fused pattern: the vendor GEMM plus its elementwise tail as one pass; for an
+attention pattern: cuBLAS's two GEMMs alone, a lower bound of its ATen nodes), i.e. what
+that part of the module cost before FACT. It is measured per pattern (L2 flushed, its own
+process), not inside the module, so the ratio is an estimate and is capped at 100 %. A
+cutlass pattern without ``vendor_ms`` contributes nothing (the report names it), nor does
+one whose kernel the module never runs (its ATen nodes run instead, e.g. a causal mask's
+buffer that is no longer lower-triangular).
 
 All times are milliseconds; errors are relative (max ``|out − ref|`` / max ``|ref|``).
 """
@@ -33,7 +36,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
+
+from fact.attention import summary as attention_summary
 
 __all__ = ["write_module_report", "coverage", "pattern_times", "SECTION_MARKER",
            "TIMES_PNG", "PATTERNS_PNG", "PLOTS_SKIPPED_NO_MATPLOTLIB", "VARIANT_LABELS"]
@@ -68,33 +73,44 @@ def _median_ms(timing: Any) -> float | None:
 
 
 def pattern_times(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Per manifest pattern: ``id``, ``nodes``, ``impl``, ``kernel``, ``fused``, ``before_ms``
-    (``vendor_ms``), ``after_ms`` (``time_ms``, the chosen candidate's) and ``speedup``
-    (before / after; ``None`` when either time is missing or not positive)."""
+    """Per manifest pattern: ``id``, ``nodes``, ``impl``, ``kernel``, ``fused``, ``abi``
+    (``"gemm"`` or ``"attention"``), ``detail`` (for attention: mask kind, heads and GQA ratio,
+    head dim; else ""), ``before_ms`` (``vendor_ms``), ``after_ms`` (``time_ms``, the chosen
+    candidate's) and ``speedup`` (before / after; ``None`` when either time is missing or
+    not positive)."""
     out = []
     for p in manifest.get("patterns", []):
         before, after = _num(p.get("vendor_ms")), _num(p.get("time_ms"))
+        problem = p.get("problem") or {}
+        abi = p.get("abi") or ("attention" if problem.get("kind") == "attention" else "gemm")
         out.append({"id": p.get("id", "?"), "nodes": list(p.get("nodes", [])),
                     "impl": p.get("impl", "?"), "kernel": p.get("kernel"),
-                    "fused": bool(p.get("fused")), "before_ms": before, "after_ms": after,
+                    "fused": bool(p.get("fused")), "abi": abi,
+                    "detail": attention_summary(problem) if abi == "attention" else "",
+                    "before_ms": before, "after_ms": after,
                     "speedup": before / after if before and after and after > 0 else None})
     return out
 
 
-def coverage(manifest: Mapping[str, Any], eager_ms: float | None) -> float:
+def coverage(manifest: Mapping[str, Any], eager_ms: float | None,
+             aten: Iterable[str] = ()) -> float:
     """The share of eager module time now in FACT kernels, in [0, 1] (module docstring).
 
     Args:
         manifest: the artifact's manifest.json dict (its ``patterns``).
         eager_ms: the module's eager median time under the run's policy, milliseconds.
+        aten: ids of cutlass patterns whose ATen nodes the module runs instead of the kernel
+            (:meth:`fact.runtime.FactModule.disabled_patterns`); they do not count.
 
     Returns:
-        ``min(1, Σ vendor_ms of cutlass patterns / eager_ms)``; 0 when no cutlass pattern has
-        a vendor time or ``eager_ms`` is missing or not positive.
+        ``min(1, Σ vendor_ms of the counted cutlass patterns / eager_ms)``; 0 when none has a
+        vendor time or ``eager_ms`` is missing or not positive.
     """
     eager = _num(eager_ms)
+    skip = set(aten)
     covered = sum(p["before_ms"] for p in pattern_times(manifest)
-                  if p["impl"] == "cutlass" and p["before_ms"] is not None and p["before_ms"] > 0)
+                  if p["impl"] == "cutlass" and p["id"] not in skip
+                  and p["before_ms"] is not None and p["before_ms"] > 0)
     if not eager or eager <= 0 or not math.isfinite(eager) or covered <= 0:
         return 0.0
     return min(1.0, covered / eager)
@@ -166,6 +182,11 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
                      f"eager {_err(_get(eager_check, 'rel_fro_err'))}")
     if row.get("fallbacks"):
         lines.append(f"- Kernel calls that fell back to ATen: {row['fallbacks']}")
+        for pid, reasons in sorted((row.get("fallback_reasons") or {}).items()):
+            for reason, calls in reasons.items():
+                lines.append(f"  - {pid}, {calls} call{'s' if calls != 1 else ''}: {reason}")
+    for pid, reason in sorted((row.get("aten_patterns") or {}).items()):
+        lines.append(f"- Pattern {pid} runs its ATen nodes, not its kernel: {reason}")
 
     # Timings.
     lines += ["", "| variant | median ms | min ms | max ms | trials |", "|---|---|---|---|---|"]
@@ -191,7 +212,8 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
     # Coverage and patterns.
     pats = pattern_times(manifest)
     eager_ms = _median_ms(timings.get("eager"))
-    cut = [p for p in pats if p["impl"] == "cutlass"]
+    aten = set(row.get("aten_patterns") or {})
+    cut = [p for p in pats if p["impl"] == "cutlass" and p["id"] not in aten]
     counted = [p for p in cut if p["before_ms"] is not None and p["before_ms"] > 0]
     covered = sum(p["before_ms"] for p in counted)
     ids = ", ".join(p["id"] for p in counted) or "none"
@@ -208,13 +230,19 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
     if pats:
         lines += ["", "Per pattern: before is the fastest verified vendor candidate `factc "
                   "realize` measured (for a fused pattern, the vendor GEMM plus its tail as ATen "
-                  "ops, one pass over D per node at the copy bandwidth), after is the chosen candidate's time.", "",
+                  "ops, one pass over D per node at the copy bandwidth; for an attention "
+                  "pattern, cuBLAS's two GEMMs alone, a lower bound of its ATen nodes), after "
+                  "is the chosen candidate's time.", "",
                   "| pattern | nodes | impl | kernel | before ms (vendor) | after ms (chosen) "
                   "| speedup |", "|---|---|---|---|---|---|---|"]
         for p in pats:
             kernel = f"`{p['kernel']}`" if p["kernel"] else "ATen"
             if p["fused"]:
                 kernel += " (fused tail)"
+            if p["detail"]:
+                kernel += f" (attention: {p['detail']})"
+            if p["id"] in aten:
+                kernel += " — not run: its ATen nodes run (see above)"
             lines.append("| " + " | ".join(_cell(c) for c in (
                 p["id"], ", ".join(p["nodes"]), p["impl"], kernel, _ms(p["before_ms"]),
                 _ms(p["after_ms"]), _x(p["speedup"]))) + " |")
@@ -304,7 +332,8 @@ def write_module_report(artifact_dir: str | os.PathLike, row: Mapping[str, Any],
         artifact_dir: the artifact directory (``factc compose -o``).
         row: the docs/07-bench-format.md row :func:`fact.optimize.optimize` built (uses
             ``problem``, ``policy``, ``verified``, ``verified_on``, ``max_rel_err``,
-            ``eager_max_rel_err``, ``fallbacks`` when present).
+            ``eager_max_rel_err``, ``fallbacks``, ``fallback_reasons`` and ``aten_patterns``
+            when present).
         checks: :func:`fact.optimize.verify`'s result: ``fact`` and ``eager``
             (:class:`fact.precision.Check` or its dict) and ``draws``.
         timings: variant -> :class:`fact.bench.Timing` (or its dict), milliseconds:
@@ -315,7 +344,7 @@ def write_module_report(artifact_dir: str | os.PathLike, row: Mapping[str, Any],
     if manifest is None:
         with open(os.path.join(artifact_dir, "manifest.json"), encoding="utf-8") as f:
             manifest = json.load(f)
-    cov = coverage(manifest, _median_ms(timings.get("eager")))
+    cov = coverage(manifest, _median_ms(timings.get("eager")), aten=row.get("aten_patterns") or {})
     for name in (TIMES_PNG, PATTERNS_PNG):  # no stale chart from an earlier run
         path = os.path.join(artifact_dir, name)
         if os.path.exists(path):

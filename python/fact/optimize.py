@@ -143,8 +143,10 @@ def draw_inputs(inputs: Sequence[Any], scale: float, seed: int = DRAW_SEED) -> l
 
     Each drawn tensor keeps its input's shape, dtype, device and strides (so a FACT module
     still finds the layouts its kernels were planned for); input ``i`` is drawn from a
-    generator seeded ``seed + i``, so every scale scales the same draw. Other inputs are
-    passed through.
+    generator seeded ``seed + i``, so every scale scales the same draw. The non-finite
+    elements of a floating input stay where they are (an additive attention mask keeps its
+    ``-inf``: the keys it removes stay removed, fully masked rows included). Other inputs
+    (integer indices, boolean attention masks) are passed through.
     """
     out: list[Any] = []
     for i, x in enumerate(inputs):
@@ -153,6 +155,7 @@ def draw_inputs(inputs: Sequence[Any], scale: float, seed: int = DRAW_SEED) -> l
             continue
         gen = torch.Generator(device=x.device).manual_seed(seed + i)
         fresh = torch.randn(x.shape, dtype=x.dtype, device=x.device, generator=gen) * scale
+        fresh = torch.where(torch.isfinite(x), fresh, x)
         y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
         try:
             y.copy_(fresh)
@@ -402,8 +405,14 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "compile_tune_s": round(compile_s, 2),
         "kernels": _kernels(module),
         "fallbacks": sum(module.fallback_counts().values()),
+        # Why: pattern id -> {reason: calls} (verification's and the timed calls together).
+        "fallback_reasons": module.fallback_reasons(),
+        # Cutlass patterns whose kernel never runs in this module, and why (e.g. the buffer
+        # a causal mask was proven from is no longer lower-triangular).
+        "aten_patterns": module.disabled_patterns(),
         # Share of eager time now in FACT kernels, in [0, 1] (fact.module_report.coverage).
-        "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms), 4),
+        "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms,
+                                   aten=module.disabled_patterns()), 4),
     }
     try:
         write_module_report(artifact, row, checks, timings, module.manifest or {})

@@ -143,9 +143,12 @@ def check_output(out: object, ref: object, policy: str, limit: float | None = No
     """Check a module's output against its float64 reference under ``policy``.
 
     Fails on: a different number of tensors or a shape mismatch; NaN or Inf in the output
-    where the reference is finite; a trivially wrong output (all elements equal, e.g. all
-    zeros) when the reference is not constant; a relative Frobenius error above ``limit``
-    (default :func:`tolerance` of the policy and the output's dtype).
+    where the reference is finite, a non-NaN where the reference is NaN (NaNs are equal only
+    where the reference is NaN: a fully masked attention row is NaN in eager and float64
+    alike), an element that is not the reference's infinity where it has one; a trivially
+    wrong output (all elements equal, e.g. all zeros) when the reference is not constant; a
+    relative Frobenius error above ``limit`` (default :func:`tolerance` of the policy and the
+    output's dtype) over the elements where the reference is finite.
 
     Args:
         out: a tensor or a (nested) tuple/list of tensors, any float dtype, any device.
@@ -173,11 +176,26 @@ def check_output(out: object, ref: object, policy: str, limit: float | None = No
                 return Check(False, math.inf, math.inf, limit,
                              f"output {i} ({o.dtype}) differs from the reference")
             continue
-        ref_finite = bool(torch.isfinite(r64).all())
-        if ref_finite and not bool(torch.isfinite(o64).all()):
-            bad = int((~torch.isfinite(o64)).sum())
+        # Non-finite values are compared element by element: NaN matches NaN only where
+        # the reference is NaN (e.g. an attention row whose keys are all masked), ±Inf
+        # only the same infinity, and a finite reference needs a finite output.
+        ref_finite = torch.isfinite(r64)
+        bad = int((ref_finite & ~torch.isfinite(o64)).sum())
+        if bad:
             return Check(False, math.inf, math.inf, limit,
-                         f"output {i} has {bad} NaN/Inf elements")
+                         f"output {i} has {bad} NaN/Inf elements where the float64 reference "
+                         f"is finite")
+        ref_nan = torch.isnan(r64)
+        bad = int((ref_nan & ~torch.isnan(o64)).sum())
+        if bad:
+            return Check(False, math.inf, math.inf, limit,
+                         f"output {i} has {bad} elements that are not NaN where the float64 "
+                         f"reference is NaN")
+        bad = int((torch.isinf(r64) & (o64 != r64)).sum())
+        if bad:
+            return Check(False, math.inf, math.inf, limit,
+                         f"output {i} has {bad} elements that differ from the float64 "
+                         f"reference's infinities")
         if o64.numel() > 1:
             ref_constant = bool((r64 == r64.reshape(-1)[0]).all())
             out_constant = bool((o64 == o64.reshape(-1)[0]).all())

@@ -11,6 +11,11 @@ The module interprets ``graph.json`` node by node:
   computes the tail in its epilogue, reading the tail's external inputs (``epilogue.inputs``)
   through ``FactGemmArgs.epi``. Without ``fused`` the tail's nodes are not pattern nodes and
   run as ATen ops;
+- a pattern with ``impl: "cutlass"`` and ``"abi": "attention"`` (a fused attention kernel)
+  runs the same way with :class:`fact.abi.FactAttentionArgs`: its inputs are q, k, v (and
+  the mask tensor) first, read in place with their actual strides. A causal pattern whose
+  mask was proven from a registered buffer runs as a kernel only while that buffer is still
+  lower-triangular (checked once at load, :meth:`FactModule.check_causal_buffers`);
 - a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work).
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
@@ -26,6 +31,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from fact import attention
+from fact.abi import abi_of
 from fact.kernels import KernelBinding, KernelLibrary, fact_op, register_binding
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
@@ -221,7 +228,10 @@ class FactModule(torch.nn.Module):
             else:
                 self.register_buffer(name, t, persistent=False)
         self.bindings: dict[str, KernelBinding] = {}
+        # Pattern id -> the buffers its causal mask was proven from (re-checked below).
+        self._causal_buffers: dict[str, list[str]] = {}
         self._steps = self._build_steps(manifest, library)
+        self.check_causal_buffers()
 
     # ------------------------------------------------------------- building
     def _build_steps(self, manifest: dict | None, library: KernelLibrary | None
@@ -239,6 +249,7 @@ class FactModule(torch.nn.Module):
                 consumers.setdefault(r, set()).add(n.name)
         graph_outputs = {r for o in self.graph["outputs"] for r in _refs(_decode(o))}
 
+        params = {p["name"]: p for p in self.graph["params"]}
         kernel_at: dict[str, _KernelNode] = {}  # output node name -> kernel step
         skipped: set[str] = set()
         for pat in (manifest or {}).get("patterns", []):
@@ -257,6 +268,10 @@ class FactModule(torch.nn.Module):
             if pat.get("fused"):
                 self._check_fused(pat)
             binding = self._binding(pat, members, types, library)
+            read = [r for m in members for r in m.inputs()]
+            buffers = attention.causal_buffers(pat.get("problem") or {}, read, params)
+            if buffers:
+                self._causal_buffers[pat["id"]] = buffers
             kernel_at[out_node.name] = _KernelNode(binding, register_binding(binding))
             self.bindings[pat["id"]] = binding
             member_names = {m.name for m in members}
@@ -293,10 +308,19 @@ class FactModule(torch.nn.Module):
     @staticmethod
     def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],
                  library: KernelLibrary) -> KernelBinding:
+        try:
+            abi = abi_of(pat)
+            if abi.name == "attention":
+                attention.check_pattern(pat, types)
+        except ValueError as exc:
+            raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
         produced = {o for m in members for o in m.outputs}
         input_names: list[str] = []
-        for role in ("a", "b", "bias"):
+        for role in abi.roles:
             name = pat.get("operands", {}).get(role)
+            if name in produced:
+                raise ArtifactError(f"pattern {pat['id']}: operand {role} = {name} is computed "
+                                    f"by the pattern's own nodes, which the kernel replaces")
             if name and name not in input_names:
                 input_names.append(name)
         for m in members:
@@ -315,9 +339,10 @@ class FactModule(torch.nn.Module):
         if out_type is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
         expected = {n: types[n] for n in input_names if types.get(n) is not None}
-        functions = library.kernel(pat["symbol"])
+        functions = library.kernel(pat["symbol"], abi.args_type)
         try:  # a fused tail's inputs are placed (epilogue_slots) as the binding is made
-            return KernelBinding(pat, functions, input_names, expected, out_type, fallback)
+            return KernelBinding(pat, functions, input_names, expected, out_type, fallback,
+                                 abi)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
@@ -342,6 +367,46 @@ class FactModule(torch.nn.Module):
     def fallback_counts(self) -> dict[str, int]:
         """Pattern id -> how many kernel calls fell back to ATen so far."""
         return {pid: b.fallbacks for pid, b in self.bindings.items()}
+
+    def fallback_reasons(self) -> dict[str, dict[str, int]]:
+        """Pattern id -> {reason: calls} of the kernel calls that fell back to ATen so far
+        (patterns without fallbacks are left out)."""
+        return {pid: dict(b.fallback_reasons) for pid, b in self.bindings.items()
+                if b.fallback_reasons}
+
+    def disabled_patterns(self) -> dict[str, str]:
+        """Pattern id -> why every call of its kernel runs the ATen nodes instead (see
+        :meth:`check_causal_buffers`)."""
+        return {pid: b.disabled_reason for pid, b in self.bindings.items()
+                if b.disabled_reason}
+
+    def check_causal_buffers(self) -> dict[str, str]:
+        """Re-check the buffers causal attention patterns were proven from.
+
+        Discovery matched a causal mask built from a registered buffer because, at export,
+        the buffer was ``torch.tril(torch.ones(...))``. A buffer of this module that no
+        longer is (:func:`fact.attention.tril_mismatch`: one comparison per buffer) disables
+        the pattern's kernel: its calls run the pattern's ATen nodes, counted as fallbacks
+        with the reason. Runs once when the module is built; call it again after changing a
+        buffer in place.
+
+        Returns:
+            Pattern id -> reason, for the patterns disabled now (a pattern whose buffers
+            pass again is enabled).
+        """
+        disabled: dict[str, str] = {}
+        for pid, names in self._causal_buffers.items():
+            reason = ""
+            for name in names:
+                why = attention.tril_mismatch(getattr(self, name))
+                if why:
+                    reason = (f"buffer {name} is no longer lower-triangular ({why}): the "
+                              f"causal mask was proven from it, so the ATen nodes run")
+                    break
+            self.bindings[pid].disabled_reason = reason
+            if reason:
+                disabled[pid] = reason
+        return disabled
 
     def extra_repr(self) -> str:
         n_kernels = len(self.bindings)

@@ -1,5 +1,6 @@
 #include "compose/compose.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -27,7 +28,50 @@ json find_candidate(const json& pattern, const std::string& kernel) {
   return nullptr;
 }
 
+bool positive_int(const json& v) { return v.is_number_integer() && v.get<long long>() > 0; }
+
+// What the runtime needs of an attention pattern it binds to a kernel (the problem of
+// docs/05-composition.md, "Attention kernels"): sizes, grouped heads, a known mask kind
+// with its operand exactly when the kernel reads a mask tensor, q/k/v operands, O's
+// strides and layout. Throws Error naming the pattern and what is wrong.
+void check_attention(const std::string& id, const json& pat) {
+  const json& p = pat.at("problem");
+  const auto bad = [&](const std::string& what) {
+    return Error("plan pattern " + id + " (attention): " + what);
+  };
+  for (const char* k : {"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim"}) {
+    if (!positive_int(p.value(k, json()))) throw bad(std::string(k) + " must be a positive integer");
+  }
+  if (p.at("heads").get<long long>() % p.at("kv_heads").get<long long>() != 0) {
+    throw bad("heads is not a multiple of kv_heads");
+  }
+  if (!p.value("scale", json()).is_number()) throw bad("scale must be a number");
+  static const std::set<std::string> dtypes{"float32", "bfloat16", "float16"};
+  if (!dtypes.count(p.value("dtype", ""))) throw bad("dtype " + p.value("dtype", json()).dump() + " is not float32, bfloat16 or float16");
+  static const std::set<std::string> masks{"none", "causal", "additive", "keep", "drop"};
+  static const std::set<std::string> tensor_masks{"additive", "keep", "drop"};
+  const std::string mask = p.value("mask", "");
+  if (!masks.count(mask)) throw bad("unknown mask kind " + p.value("mask", json()).dump());
+  const json& ops = pat.at("operands");
+  for (const char* r : {"q", "k", "v"}) {
+    if (!ops.contains(r)) throw bad(std::string("operand ") + r + " is missing");
+  }
+  if (tensor_masks.count(mask) != ops.contains("mask")) {
+    throw bad("mask kind " + mask + (tensor_masks.count(mask) ? " needs a mask operand" : " takes no mask operand"));
+  }
+  const json so = p.contains("strides") ? p.at("strides").value("o", json()) : json();
+  if (!so.is_array() || so.size() != 3 || !std::all_of(so.begin(), so.end(), [](const json& s) { return s.is_number_integer(); })) {
+    throw bad("strides.o must be three integer strides (batch, head, row)");
+  }
+  const std::string layout = p.value("output_layout", "");
+  if (layout != "bhtd" && layout != "bthd") throw bad("output_layout must be bhtd or bthd");
+}
+
 }  // namespace
+
+std::string kernel_abi(const json& problem) {
+  return problem.is_object() && problem.value("kind", "") == "attention" ? "attention" : "gemm";
+}
 
 namespace {
 void compose(const ComposeOptions& opt);
@@ -75,7 +119,12 @@ void compose(const ComposeOptions& opt) {
     if (r.value("problem", json()) != pat.at("problem")) {
       throw Error("realized.json's pattern " + id + " solved another problem than the plan's: was it made from this plan?");
     }
-    json m{{"id", id}, {"rule", pat.value("rule", "")}, {"nodes", pat.at("nodes")},
+    const std::string abi = kernel_abi(pat.at("problem"));
+    if ((pat.value("rule", "") == "attention") != (abi == "attention")) {
+      throw Error("plan pattern " + id + ": rule " + pat.value("rule", json()).dump() + " with a problem of kind " +
+                  pat.at("problem").value("kind", json()).dump());
+    }
+    json m{{"id", id}, {"rule", pat.value("rule", "")}, {"abi", abi}, {"nodes", pat.at("nodes")},
            {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
            {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
     // The fastest vendor candidate's time is the "before" of the report.
@@ -93,9 +142,14 @@ void compose(const ComposeOptions& opt) {
       m["kernel"] = w.at("kernel");
       m["impl"] = w.at("impl");
       m["verified"] = true;
-      m["max_rel_err"] = w.at("max_rel_err");
+      m["max_rel_err"] = w.value("max_rel_err", json());  // null for a timed-only vendor bound
       m["time_ms"] = w.at("median_ms");
       if (w.at("impl") == "cutlass") {
+        if (abi == "attention") {
+          check_attention(id, pat);
+          if (r.value("fused", false)) throw Error("realized.json fused a tail into attention pattern " + id + ": attention kernels have none");
+          if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
+        }
         // A fused winner computes the tail too: the pattern then spans the tail's nodes and
         // writes the tail's output, and the runtime passes the tail's inputs.
         if (r.value("fused", false)) {
@@ -106,7 +160,8 @@ void compose(const ComposeOptions& opt) {
           m["epilogue"] = e;
           m["fused"] = true;
         }
-        m["symbol"] = w.at("symbol");
+        // An attention kernel's symbol is its name unless realize says otherwise.
+        m["symbol"] = abi == "attention" && !w.contains("symbol") ? w.at("kernel") : w.at("symbol");
         m["workspace_bytes"] = w.value("workspace_bytes", 0);
         if (w.contains("runtime")) m["runtime"] = w.at("runtime");
         if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compose/compose.h"
@@ -10,10 +12,39 @@ namespace {
 std::string num(const json& v, const char* f = "{:.4f}") {
   return v.is_number() ? fmt::format(fmt::runtime(f), v.get<double>()) : "-";
 }
+std::string attention_text(const json& p) {
+  const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
+  const std::string heads = h == kv ? fmt::format("H={} (MHA)", h) : fmt::format("H={} Hkv={} (GQA {}:1)", h, kv, h / kv);
+  return fmt::format("attention B={} {} Tq={} Tk={} D={} {} mask:{} out:{}", p.value("batch", 0LL), heads,
+                     p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("head_dim", 0LL), p.value("dtype", "?"),
+                     p.value("mask", "?"), p.value("output_layout", "?"));
+}
 std::string problem_text(const json& p) {
+  if (kernel_abi(p) == "attention") return attention_text(p);
   return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
                      p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
                      p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "");
+}
+// The fastest verified FACT kernel and vendor candidate of a realized pattern, and why the
+// first FACT kernel was quarantined: what the report says when a pattern stays ATen.
+struct Outcome {
+  const json* best_cutlass = nullptr;
+  const json* best_vendor = nullptr;
+  std::string first_reason;
+  int cutlass = 0;  // FACT kernels among the candidates
+};
+Outcome outcome_of(const json& r) {
+  Outcome o;
+  if (!r.contains("candidates")) return o;
+  // The pointers are into r itself (value() would iterate over a copy, gone after the loop).
+  for (const auto& c : r.at("candidates")) {
+    const bool ok = c.value("status", "") == "ok";
+    o.cutlass += c.value("impl", "") == "cutlass";
+    const json*& best = c.value("impl", "") == "cutlass" ? o.best_cutlass : o.best_vendor;
+    if (ok && (!best || c.at("median_ms").get<double>() < best->at("median_ms").get<double>())) best = &c;
+    if (!ok && c.value("impl", "") == "cutlass" && o.first_reason.empty()) o.first_reason = c.value("reason", "");
+  }
+  return o;
 }
 }  // namespace
 
@@ -37,6 +68,13 @@ std::string render_report(const json& plan, const json& realized, const json& ma
                      timed ? fmt::format("{:.2f}x", m.at("vendor_ms").get<double>() / m.at("time_ms").get<double>()) : "-",
                      num(m.value("max_rel_err", json()), "{:.2e}"), num(r.value("compile_s", json()), "{:.1f}"),
                      num(r.value("tune_s", json()), "{:.1f}"));
+  }
+  bool attention = false;
+  for (const auto& m : manifest.at("patterns")) attention |= m.value("abi", "") == "attention";
+  if (attention) {
+    s += "\nFor attention patterns, vendor ms is cuBLAS's two GEMMs alone (QK^T and PV; the scale, mask, softmax "
+         "and copies the ATen nodes also run are not counted): a lower bound of the time the kernel replaces, so "
+         "the speedup shown is a lower bound too.\n";
   }
   s += "\n## Candidates\n\n";
   for (const auto& r : realized.at("patterns")) {
@@ -69,15 +107,10 @@ std::string render_report(const json& plan, const json& realized, const json& ma
       status = "left to ATen: no CUTLASS kernel for this problem (" + r.at("cutlass_unavailable").get<std::string>() + ")";
     } else {
       // Why the fused kernels lost: all quarantined, or the vendor path was faster.
-      const json* best_fused = nullptr;
-      const json* best_vendor = nullptr;
-      std::string first_reason;
-      for (const auto& c : r.value("candidates", json::array())) {
-        const bool ok = c.value("status", "") == "ok";
-        const json*& best = c.value("impl", "") == "cutlass" ? best_fused : best_vendor;
-        if (ok && (!best || c.at("median_ms").get<double>() < best->at("median_ms").get<double>())) best = &c;
-        if (!ok && c.value("impl", "") == "cutlass" && first_reason.empty()) first_reason = c.value("reason", "");
-      }
+      const Outcome o = outcome_of(r);
+      const json* best_fused = o.best_cutlass;
+      const json* best_vendor = o.best_vendor;
+      const std::string& first_reason = o.first_reason;
       if (!best_fused) {
         status = "left to ATen: every fused kernel was quarantined" + (first_reason.empty() ? std::string() : " (" + first_reason + ")");
       } else if (best_vendor) {
@@ -100,6 +133,40 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     }
   }
   if (!tails) s += "None: no GEMM here is followed by an elementwise tail.\n";
+  if (attention) {
+    s += "\n## Attention\n\n";
+    for (const auto& m : manifest.at("patterns")) {
+      if (m.value("abi", "") != "attention") continue;
+      const json& p = m.at("problem");
+      const json r = find_by_id(realized.at("patterns"), m.value("id", ""));
+      const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
+      std::string status;
+      if (m.value("impl", "") == "cutlass") {
+        status = fmt::format("`{}` replaces its {} nodes", m.value("kernel", std::string()), m.at("nodes").size());
+        if (m.contains("time_ms")) status += fmt::format(": {:.4f} ms", m.at("time_ms").get<double>());
+        if (m.contains("vendor_ms")) status += fmt::format(", the ATen nodes at least {:.4f} ms (cuBLAS's GEMMs alone)", m.at("vendor_ms").get<double>());
+      } else if (r.is_object() && r.contains("cutlass_unavailable")) {
+        status = "left to ATen: no FACT kernel for this problem (" + r.at("cutlass_unavailable").get<std::string>() + ")";
+      } else {
+        const Outcome o = r.is_object() ? outcome_of(r) : Outcome{};
+        if (o.cutlass == 0) {
+          status = "left to ATen: no FACT kernel was a candidate";
+        } else if (!o.best_cutlass) {
+          status = "left to ATen: every FACT kernel was quarantined" + (o.first_reason.empty() ? std::string() : " (" + o.first_reason + ")");
+        } else if (o.best_vendor) {
+          status = fmt::format("left to ATen: cuBLAS's GEMMs alone (`{}`, a lower bound of the ATen nodes) took {:.4f} ms, the best FACT kernel {:.4f} ms",
+                               o.best_vendor->value("kernel", ""), o.best_vendor->at("median_ms").get<double>(),
+                               o.best_cutlass->at("median_ms").get<double>());
+        } else {
+          status = "left to ATen: no verified candidate";
+        }
+      }
+      s += fmt::format("- {}: mask {}, {} heads{}, head dim {}, Tq x Tk {}x{}, {}, output {} — {}\n", m.value("id", ""),
+                       p.value("mask", "?"), h, h == kv ? std::string(" (MHA)") : fmt::format(" over {} K/V heads (GQA ratio {})", kv, h / kv),
+                       p.value("head_dim", 0LL), p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("dtype", "?"),
+                       p.value("output_layout", "?"), status);
+    }
+  }
   s += "\n## Left to ATen\n\n";
   bool any = false;
   for (const auto& f : plan.value("rejected", json::array())) {
@@ -122,7 +189,10 @@ std::string render_report(const json& plan, const json& realized, const json& ma
   }
   for (const auto& m : manifest.at("patterns")) {
     if (m.value("impl", "") == "vendor") {
-      s += fmt::format("- pattern {} runs its ATen op (cuBLAS): {}\n", m.value("id", ""),
+      const std::string what = m.value("abi", "") == "attention"
+                                   ? fmt::format("its {} ATen nodes (the matmuls on cuBLAS)", m.at("nodes").size())
+                                   : std::string("its ATen op (cuBLAS)");
+      s += fmt::format("- pattern {} runs {}: {}\n", m.value("id", ""), what,
                        m.at("kernel").is_null() ? "no verified candidate" : "the vendor path was fastest");
       any = true;
     }

@@ -18,7 +18,8 @@
  *              i*mask_row_stride + j], same dtype as Q (a stride may be 0: broadcast);
  *   keep     : boolean (uint8) mask, true = takes part (SDPA's bool attn_mask);
  *   drop     : boolean (uint8) mask, true = removed (masked_fill(mask, -inf)).
- * A row whose keys are all removed gives NaN, as eager softmax over all -inf does.
+ * A row whose keys are all removed gives NaN, as eager softmax over all -inf does, or 0
+ * with FACT_ATTN_FLAG_EMPTY_ROW_ZERO (F.scaled_dot_product_attention's convention).
  * Return codes: 0 ok; 10000 + cudaError_t for CUDA errors; FACT_ATTN_ERR_* below.
  * This header is pasted verbatim into each generated translation unit, so it has no
  * includes beyond <stdint.h>/<stddef.h>. */
@@ -39,7 +40,7 @@ typedef struct FactAttentionArgs {
   void* o; int64_t o_batch_stride, o_head_stride, o_row_stride;
   const void* mask; int64_t mask_batch_stride, mask_head_stride, mask_row_stride;
   float scale;       /* multiplies q.k before the mask and the softmax */
-  int32_t reserved;  /* 0 */
+  int32_t flags;     /* FACT_ATTN_FLAG_* */
 } FactAttentionArgs;
 
 enum {
@@ -49,6 +50,10 @@ enum {
   FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing */
   FACT_ATTN_ERR_RANGE = 4,      /* an index would overflow 32 bits where the kernel uses them */
   FACT_ATTN_ERR_CUDA_BASE = 10000
+};
+
+enum {
+  FACT_ATTN_FLAG_EMPTY_ROW_ZERO = 1  /* a row with every key removed gives 0, not NaN */
 };
 
 typedef int (*fact_attn_can_implement_fn)(const FactAttentionArgs*);

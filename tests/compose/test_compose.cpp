@@ -1,10 +1,13 @@
 // Composition checks that realized.json belongs to the plan before anything is linked.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/file_io.h"
+#include "common/process.h"
 #include "compose/compose.h"
 
 namespace fs = std::filesystem;
@@ -61,6 +64,7 @@ TEST_F(ComposeTest, VendorWinnerStaysAtenAndTheReportSaysWhy) {
   ASSERT_EQ(manifest.at("patterns").size(), 1u);
   EXPECT_EQ(manifest["patterns"][0]["impl"], "vendor");
   EXPECT_EQ(manifest["patterns"][0]["kernel"], "cublas_tf32");
+  EXPECT_EQ(manifest["patterns"][0]["abi"], "gemm");
   EXPECT_TRUE(manifest["library"].is_null());
   const std::string report = fact::read_file(dir / "artifact" / "report.md");
   EXPECT_NE(report.find("`relu` (aten.relu.default): no rule matches"), std::string::npos);
@@ -101,4 +105,132 @@ TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
   fact::compose::run_compose(options());
   const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
   EXPECT_DOUBLE_EQ(manifest["patterns"][0]["vendor_ms"].get<double>(), 0.008);
+}
+
+// ------------------------------------------------------------------ attention
+
+namespace {
+
+json attention_problem(const std::string& mask) {
+  return {{"kind", "attention"}, {"batch", 2}, {"heads", 8}, {"kv_heads", 2}, {"seq_q", 128}, {"seq_k", 128},
+          {"head_dim", 64}, {"dtype", "float32"}, {"scale", 0.125}, {"mask", mask},
+          {"strides", {{"q", {8192 * 3, 64, 1536}}, {"k", {4096, 64, 512}}, {"v", {4096, 64, 512}},
+                       {"o", {65536, 64, 512}}, {"mask", nullptr}}},
+          {"output_layout", "bthd"}};
+}
+
+const char* kAttnKernel = "fact_attn_sm90_tf32_f32_d64_causal_64x64_mb2";
+
+// The attention pattern of a minGPT-like block (GQA 4:1, causal), its winner a FACT kernel
+// (an object built here with the host compiler: compose only links it) or the vendor path.
+struct AttentionComposeTest : ComposeTest {
+  void SetUp() override {
+    ComposeTest::SetUp();
+    const json nodes = {"transpose_3", "matmul", "mul", "slice_1", "slice_2", "eq", "masked_fill", "softmax",
+                        "dropout", "matmul_1", "transpose_4", "contiguous", "view_3"};
+    plan["patterns"] = {{{"id", "p1"}, {"rule", "attention"}, {"nodes", nodes}, {"output", "view_3"},
+                         {"operands", {{"q", "transpose_1"}, {"k", "transpose"}, {"v", "transpose_2"}}},
+                         {"problem", attention_problem("causal")}}};
+    realized["patterns"] = {{{"id", "p1"}, {"problem", attention_problem("causal")}, {"winner", "cublas_attn_tf32"},
+                             {"winner_impl", "vendor"}, {"compile_s", 30.0}, {"tune_s", 2.0},
+                             {"candidates", {{{"kernel", "cublas_attn_tf32"}, {"impl", "vendor"}, {"status", "ok"},
+                                              {"median_ms", 0.2}, {"max_rel_err", 2e-4}}}}}};
+  }
+  // Builds the stand-in kernel object; false (with the reason in `why`) without a C compiler.
+  bool cutlass_winner(std::string& why) {
+    if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+      why = "FACT_SKIP_NVCC_TESTS=1";
+      return false;
+    }
+    const fs::path src = dir / "attn.c", obj = dir / "attn.o";
+    const std::string k = kAttnKernel;
+    fact::write_file(src, "#include <stddef.h>\nint " + k + "_can_implement(const void* a) { return 0; }\n" +
+                              "size_t " + k + "_workspace_bytes(const void* a) { return 0; }\n" + "int " + k +
+                              "_run(const void* a, void* w, size_t n, void* s) { return 0; }\n" +
+                              "const char* " + k + "_name(void) { return \"" + k + "\"; }\n");
+    if (fact::run_process({"cc", "-c", "-fPIC", src.string(), "-o", obj.string()}, dir / "cc.log") != 0) {
+      why = "no host C compiler (cc)";
+      return false;
+    }
+    auto& r = realized["patterns"][0];
+    r["winner"] = kAttnKernel;
+    r["winner_impl"] = "cutlass";
+    r["candidates"].push_back({{"kernel", kAttnKernel}, {"impl", "cutlass"}, {"status", "ok"}, {"median_ms", 0.05},
+                               {"min_ms", 0.049}, {"max_ms", 0.052}, {"max_rel_err", 1e-3}, {"workspace_bytes", 256},
+                               {"object", obj.string()}, {"cached", false}});
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_F(AttentionComposeTest, CutlassWinnerIsLinkedWithAnAttentionManifestEntry) {
+  std::string why;
+  if (!cutlass_winner(why)) GTEST_SKIP() << why;
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  ASSERT_EQ(manifest.at("patterns").size(), 1u);
+  const json& m = manifest["patterns"][0];
+  EXPECT_EQ(m["abi"], "attention");
+  EXPECT_EQ(m["rule"], "attention");
+  EXPECT_EQ(m["impl"], "cutlass");
+  EXPECT_EQ(m["kernel"], kAttnKernel);
+  EXPECT_EQ(m["symbol"], kAttnKernel);  // an attention kernel's symbol is its name
+  EXPECT_EQ(m["operands"], plan["patterns"][0]["operands"]);
+  EXPECT_EQ(m["problem"], attention_problem("causal"));
+  EXPECT_EQ(m["nodes"].size(), 13u);
+  EXPECT_EQ(m["output"], "view_3");
+  EXPECT_EQ(m["workspace_bytes"], 256);
+  EXPECT_DOUBLE_EQ(m["time_ms"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(m["vendor_ms"].get<double>(), 0.2);
+  EXPECT_FALSE(m.contains("fused"));
+  EXPECT_EQ(manifest["library"], "libfact_kernels.so");
+  const std::string syms = fact::capture_output(
+      {"nm", "-D", "--defined-only", (dir / "artifact" / "libfact_kernels.so").string()});
+  for (const char* entry : {"_can_implement", "_workspace_bytes", "_run", "_name"}) {
+    EXPECT_NE(syms.find(std::string(kAttnKernel) + entry), std::string::npos) << entry;
+  }
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("attention B=2 H=8 Hkv=2 (GQA 4:1) Tq=128 Tk=128 D=64 float32 mask:causal out:bthd"), std::string::npos) << report;
+  EXPECT_NE(report.find("a lower bound"), std::string::npos);
+  EXPECT_NE(report.find("- p1: mask causal, 8 heads over 2 K/V heads (GQA ratio 4), head dim 64"), std::string::npos) << report;
+  EXPECT_NE(report.find("replaces its 13 nodes"), std::string::npos);
+}
+
+TEST_F(AttentionComposeTest, VendorWinnerStaysAtenWithoutALibrary) {
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  const json& m = manifest["patterns"][0];
+  EXPECT_EQ(m["abi"], "attention");
+  EXPECT_EQ(m["impl"], "vendor");
+  EXPECT_TRUE(m["symbol"].is_null());
+  EXPECT_TRUE(manifest["library"].is_null());
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("pattern p1 runs its 13 ATen nodes (the matmuls on cuBLAS): the vendor path was fastest"),
+            std::string::npos) << report;
+  EXPECT_NE(report.find("left to ATen: no FACT kernel was a candidate"), std::string::npos) << report;
+  // With a FACT kernel that was slower than the vendor GEMMs alone, the report says so.
+  realized["patterns"][0]["candidates"].push_back({{"kernel", kAttnKernel}, {"impl", "cutlass"}, {"status", "ok"},
+                                                   {"median_ms", 0.3}, {"max_rel_err", 1e-3}});
+  fact::compose::run_compose(options());
+  EXPECT_NE(fact::read_file(dir / "artifact" / "report.md")
+                .find("left to ATen: cuBLAS's GEMMs alone (`cublas_attn_tf32`, a lower bound of the ATen nodes) took "
+                      "0.2000 ms, the best FACT kernel 0.3000 ms"),
+            std::string::npos);
+}
+
+TEST_F(AttentionComposeTest, InconsistentAttentionPatternsAreRefused) {
+  std::string why;
+  if (!cutlass_winner(why)) GTEST_SKIP() << why;
+  // A mask tensor kind without its operand.
+  plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = attention_problem("keep");
+  EXPECT_NE(error_of(options()).find("mask kind keep needs a mask operand"), std::string::npos);
+  // Grouped heads that do not divide.
+  json p = attention_problem("causal");
+  p["kv_heads"] = 3;
+  plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = p;
+  EXPECT_NE(error_of(options()).find("heads is not a multiple of kv_heads"), std::string::npos);
+  // The attention rule with a GEMM problem.
+  plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = gemm_problem(64);
+  EXPECT_NE(error_of(options()).find("rule \"attention\" with a problem of kind \"gemm\""), std::string::npos);
 }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
 import sys
 
 import pytest
@@ -36,3 +38,17 @@ def fake_factc(tmp_path, monkeypatch) -> str:
     monkeypatch.setenv("FACT_FACTC", str(script))
     monkeypatch.delenv("FAKE_FACTC_GPU", raising=False)
     return str(script)
+
+
+@pytest.fixture
+def attention_library(tmp_path, repo_root: str) -> str:
+    """tests/python/fake_attention.c built as a shared library; returns its path."""
+    header = os.path.join(repo_root, "src", "realize", "attention_abi.h")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not os.path.isfile(header):
+        pytest.skip("needs a C compiler and src/realize/attention_abi.h")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_attention.c")
+    lib = tmp_path / "libfake_attention.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header), src,
+                    "-o", str(lib), "-lm"], check=True)
+    return str(lib)

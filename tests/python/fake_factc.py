@@ -2,8 +2,9 @@
 
 discover: one gemm pattern per mm/matmul/linear/bmm node. realize: "gpu" null unless
 $FAKE_FACTC_GPU is set, in which case the vendor candidate wins. compose: an all-vendor
-artifact. Usage mirrors factc: discover G -o P --policy X; realize P --policy X -o R;
-compose P R --graph G -o DIR.
+artifact, or, when $FAKE_FACTC_PATTERNS names a JSON file, exactly the manifest patterns it
+lists, with $FAKE_FACTC_LIBRARY copied as libfact_kernels.so. Usage mirrors factc:
+discover G -o P --policy X; realize P --policy X -o R; compose P R --graph G -o DIR.
 """
 
 import json
@@ -57,8 +58,13 @@ def main(argv):
         shutil.copy(_opt(args, "--graph"), os.path.join(out, "graph.json"))
         pats = [dict(p, impl="vendor", kernel="cublas_fake", symbol=None, workspace_bytes=0,
                      verified=True) for p in plan["patterns"]]
+        library = None
+        if os.environ.get("FAKE_FACTC_PATTERNS"):
+            pats = json.load(open(os.environ["FAKE_FACTC_PATTERNS"]))
+            library = "libfact_kernels.so"
+            shutil.copy(os.environ["FAKE_FACTC_LIBRARY"], os.path.join(out, library))
         manifest = {"format": "fact.manifest", "version": 1, "policy": realized["policy"],
-                    "library": None, "graph": "graph.json", "patterns": pats}
+                    "library": library, "graph": "graph.json", "patterns": pats}
         json.dump(manifest, open(os.path.join(out, "manifest.json"), "w"))
     else:
         print(f"fake factc: unknown command {cmd}", file=sys.stderr)

@@ -219,3 +219,25 @@ def test_epilogue_suite_lists_the_examples_and_times_torch_compile(
     assert suite.main(["epilogue", "--only", "c_relu_div"]) == 1  # no results: fine here
     assert suite.main(["gemm", "--only", "L1-1_square", "--precision", "tf32"]) == 1
     assert seen == [True, False]
+
+
+def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatch,
+                                                      capsys) -> None:
+    monkeypatch.syspath_prepend(os.path.join(repo_root, "bench"))
+    import suite
+    assert [(os.path.basename(e), pol) for e, pol in suite.SUITES["attention"]] == [
+        ("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
+        ("sdpa_attention", "tf32"), ("gqa_attention", "tf32")]
+    assert all(e.startswith("attention/") for e, _ in suite.SUITES["attention"])
+    for example, _ in suite.SUITES["attention"]:
+        assert os.path.isfile(os.path.join(repo_root, "examples", f"{example}.py")), example
+    # bench/gpu_rows.sh runs each NAME:POLICY of --list on its own.
+    assert suite.main(["attention", "--list", "--precision", "bf16"]) == 0
+    assert capsys.readouterr().out == "L3-43_mingpt_attention:bf16\n"
+    seen = []
+    monkeypatch.setattr(suite, "_run_one",
+                        lambda ex, pol, args, path: seen.append((ex, pol, args.inductor))
+                        or (1, ""))
+    assert suite.main(["attention", "--only", "L3-43_mingpt_attention"]) == 1  # no results
+    assert seen == [("attention/L3-43_mingpt_attention", "tf32", True),
+                    ("attention/L3-43_mingpt_attention", "bf16", True)]

@@ -1,5 +1,6 @@
-"""GPU-only checks of the Python side (skipped without CUDA): the kernel ABI on device
-memory and a real stream, CUDA-event timing, and the pipeline on an example problem."""
+"""GPU-only checks of the Python side (skipped without CUDA): the GEMM and attention kernel
+ABIs on device memory and a real stream, CUDA-event timing, and the pipeline on an example
+problem."""
 
 from __future__ import annotations
 
@@ -88,6 +89,81 @@ def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
     # torch.compile traces through the custom op via its fake implementation.
     compiled = torch.compile(fm, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(x), out)
+
+
+# A naive CUDA attention kernel with the FACT attention ABI: float32, head_dim <= 128, causal
+# (symbols fa_causal_*, as tests/python/attention_cases.py names them).
+_CUDA_ATTENTION = r"""
+#include "attention_abi.h"
+#include <cuda_runtime.h>
+#include <math.h>
+__global__ void attn(FactAttentionArgs a) {
+  long row = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (row >= a.batch * a.heads * a.seq_q) return;
+  long i = row % a.seq_q, h = (row / a.seq_q) % a.heads, b = row / (a.seq_q * a.heads);
+  long g = h / (a.heads / a.kv_heads);
+  const float* q = (const float*)a.q + b * a.q_batch_stride + h * a.q_head_stride + i * a.q_row_stride;
+  const float* K = (const float*)a.k + b * a.k_batch_stride + g * a.k_head_stride;
+  const float* V = (const float*)a.v + b * a.v_batch_stride + g * a.v_head_stride;
+  float mx = -INFINITY, sum = 0.f, acc[128];
+  for (long d = 0; d < a.head_dim; ++d) acc[d] = 0.f;
+  for (long j = 0; j <= i && j < a.seq_k; ++j) {
+    float s = 0.f;
+    for (long d = 0; d < a.head_dim; ++d) s += q[d] * K[j * a.k_row_stride + d];
+    mx = fmaxf(mx, s * a.scale);
+  }
+  for (long j = 0; j <= i && j < a.seq_k; ++j) {
+    float s = 0.f;
+    for (long d = 0; d < a.head_dim; ++d) s += q[d] * K[j * a.k_row_stride + d];
+    float p = expf(s * a.scale - mx);
+    sum += p;
+    for (long d = 0; d < a.head_dim; ++d) acc[d] += p * V[j * a.v_row_stride + d];
+  }
+  float* o = (float*)a.o + b * a.o_batch_stride + h * a.o_head_stride + i * a.o_row_stride;
+  for (long d = 0; d < a.head_dim; ++d) o[d] = acc[d] / sum;
+}
+extern "C" int fa_causal_can_implement(const FactAttentionArgs* a) {
+  if (a->head_dim > 128 || a->heads % a->kv_heads) return FACT_ATTN_ERR_SHAPE;
+  return a->mask ? FACT_ATTN_ERR_MASK : 0;
+}
+extern "C" size_t fa_causal_workspace_bytes(const FactAttentionArgs* a) { return 0; }
+extern "C" int fa_causal_run(const FactAttentionArgs* a, void* ws, size_t n, void* stream) {
+  long rows = a->batch * a->heads * a->seq_q;
+  attn<<<(unsigned)((rows + 127) / 128), 128, 0, (cudaStream_t)stream>>>(*a);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : FACT_ATTN_ERR_CUDA_BASE + (int)e;
+}
+extern "C" const char* fa_causal_name(void) { return "naive_cuda_attn_f32_causal"; }
+"""
+
+
+def test_attention_abi_on_device(tmp_path, repo_root: str) -> None:
+    # minGPT's block: q/k/v views of the projection read in place, O written at strides.o
+    # into the [B, T, C] output, on a side stream; then traced by torch.compile.
+    from attention_cases import MinGptAttention, mingpt_artifact
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.isfile(nvcc):
+        pytest.skip("needs nvcc")
+    src = tmp_path / "attn.cu"
+    src.write_text(_CUDA_ATTENTION)
+    lib = tmp_path / "libattn.so"
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
+                    "-I", os.path.join(repo_root, "src", "realize"), str(src),
+                    "-o", str(lib)], check=True)
+    model = MinGptAttention().cuda()
+    art, model = mingpt_artifact(tmp_path, str(lib), model=model)
+    fm = load(art, model)
+    x = torch.randn(2, 8, 32, device="cuda")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream), torch.no_grad():
+        out = fm(x)
+    stream.synchronize()
+    assert fm.fallback_counts() == {"p0": 0}
+    torch.testing.assert_close(out.double(), float64_reference(model, [x]), rtol=1e-4,
+                               atol=1e-4)
+    compiled = torch.compile(fm, backend="eager", fullgraph=True)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), out)
 
 
 def test_cuda_timing_alternates_and_flushes_l2() -> None:

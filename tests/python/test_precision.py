@@ -94,6 +94,28 @@ def test_check_fails_zeros_constant_nan() -> None:
     assert not check_output(inf, ref, "bf16").ok
 
 
+def test_nans_are_equal_only_where_the_reference_is_nan() -> None:
+    # A fully masked attention row: NaN in the float64 reference and in eager.
+    ref = _ref()
+    ref[5] = float("nan")
+    ref[6, 0] = float("-inf")
+    out = ref.float().clone()
+    c = check_output(out, ref, "fp32")
+    assert c.ok and c.rel_fro_err < 1e-7, c.reason
+    zeros_row = out.clone()
+    zeros_row[5] = 0.0  # a kernel writing 0 where eager gives NaN
+    c = check_output(zeros_row, ref, "fp32")
+    assert not c.ok and "64 elements that are not NaN where the float64 reference is NaN" \
+        in c.reason
+    extra = out.clone()
+    extra[7, 7] = float("nan")  # NaN elsewhere is still wrong, whatever the reference has
+    c = check_output(extra, ref, "fp32")
+    assert not c.ok and "1 NaN/Inf elements where the float64 reference is finite" in c.reason
+    flipped = out.clone()
+    flipped[6, 0] = float("inf")
+    assert "infinities" in check_output(flipped, ref, "fp32").reason
+
+
 def test_check_constant_reference_and_tuples() -> None:
     ones = torch.ones(4, 4, dtype=torch.float64)
     assert check_output(torch.ones(4, 4), ones, "fp32").ok  # constant ref: constant is right

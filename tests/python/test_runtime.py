@@ -262,12 +262,12 @@ def test_repeated_arguments_skip_can_implement(tmp_path, fake_library: str) -> N
     values = {"x": x, "p_fc_weight": fm.p_fc_weight, "p_fc_bias": fm.p_fc_bias}
     inputs = [values[n] for n in binding.input_names]
     first = fm(x)
-    first_args = binding.gemm_args(inputs, first)
+    first_args = binding.args(inputs, first)
     torch.testing.assert_close(first, model(x), rtol=1e-5, atol=1e-5)
     assert calls.value == 1
     del first
     second = fm(x)
-    second_args = binding.gemm_args(inputs, second)
+    second_args = binding.args(inputs, second)
     torch.testing.assert_close(second, model(x), rtol=1e-5, atol=1e-5)
     # The arguments hold D's pointer: only an identical call (the same FactGemmArgs, D
     # included) skips the check. The arguments are compared, not D's address alone: the
@@ -353,7 +353,7 @@ def test_fused_pattern_runs_the_tail_in_the_kernel(tmp_path, fake_library: str) 
     lib = ctypes.CDLL(os.path.join(art, "libfact_kernels.so"))
     assert ctypes.c_longlong.in_dll(lib, "fe_last_epi_ld").value == 0  # a vector: no ld
     assert ctypes.c_longlong.in_dll(lib, "fe_last_epi_batch_stride").value == 0
-    args = binding.gemm_args([x, fm.p_fc_weight, fm.p_fc_bias, fm.p_v], out)
+    args = binding.args([x, fm.p_fc_weight, fm.p_fc_bias, fm.p_v], out)
     assert args.epi[0] == fm.p_v.data_ptr() and not any(args.epi[1:])
 
 

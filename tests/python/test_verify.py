@@ -42,9 +42,9 @@ class _Wraps(nn.Module):
         self.model = model
         self.calls = 0
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, *x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
-        return self.model(x)
+        return self.model(*x)
 
 
 def _inputs() -> list[torch.Tensor]:
@@ -140,3 +140,43 @@ def test_draws_keep_layout_and_are_deterministic() -> None:
     assert torch.allclose(d1[0], 10.0 * d2[0])
     assert torch.equal(draw_inputs([a], 10.0)[0], d1[0])
     assert d1[0].std().item() == pytest.approx(10.0, rel=0.3)
+
+
+def test_draws_keep_attention_masks() -> None:
+    # A boolean mask passes through; an additive mask keeps its -inf (the keys it removes).
+    keep = torch.rand(6, 6) > 0.5
+    add = torch.zeros(6, 6)
+    add[:, 3] = float("-inf")
+    q = torch.randn(2, 6, 8)
+    d = draw_inputs([q, keep, add], 10.0)
+    assert d[1] is keep
+    assert torch.isneginf(d[2][:, 3]).all() and torch.isfinite(d[2][:, :3]).all()
+    assert not torch.equal(d[2][:, :3], add[:, :3]) and not torch.equal(d[0], q)
+
+
+class _MaskedAttention(nn.Module):
+    """Explicit softmax attention under a keep mask: a row without keys is NaN."""
+
+    def forward(self, q, k, v, keep):
+        att = (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf"))
+        return torch.softmax(att, dim=-1) @ v
+
+
+def test_fully_masked_rows_verify_when_fact_matches_eager() -> None:
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 6, 8, generator=g) for _ in range(3))
+    keep = torch.ones(6, 6, dtype=torch.bool)
+    keep[4] = False
+    model = _MaskedAttention()
+    checks = verify(_Wraps(model), model, [q, k, v, keep], "fp32")
+    assert checks["fact"].ok, checks["fact"].reason
+    assert checks["fact_vs_eager"].ok
+
+    class _ZeroRows(nn.Module):  # writes 0 where every key is masked, as SDPA does
+        def forward(self, *a):
+            return torch.nan_to_num(model(*a), nan=0.0)
+
+    checks = verify(_ZeroRows(), model, [q, k, v, keep], "fp32")
+    assert not checks["fact"].ok
+    assert "16 elements that are not NaN where the float64 reference is NaN" in \
+        checks["fact"].reason
