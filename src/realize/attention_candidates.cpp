@@ -27,6 +27,7 @@ FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, 
     a.mask_row_stride = p.mask_strides.row;
   }
   a.scale = float(p.scale);
+  a.flags = attention_empty_row_zero(p) ? FACT_ATTN_FLAG_EMPTY_ROW_ZERO : 0;
   return a;
 }
 

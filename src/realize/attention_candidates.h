@@ -11,7 +11,8 @@
 
 namespace fact::realize {
 
-/// FactAttentionArgs for `p` on the given device operands (mask null without a mask tensor).
+/// FactAttentionArgs for `p` on the given device operands (mask null without a mask tensor),
+/// with the flags the runtime passes (FACT_ATTN_FLAG_EMPTY_ROW_ZERO for form "sdpa").
 FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, const void* k, const void* v,
                                       void* o, const void* mask);
 

@@ -20,6 +20,7 @@ AttentionDims attention_dims(const AttentionProblem& p) {
   put(d.q, p.q); put(d.k, p.k); put(d.v, p.v); put(d.o, p.o); put(d.m, p.mask_strides);
   d.scale = p.scale;
   d.mask = int32_t(p.mask);
+  d.empty_row_zero = attention_empty_row_zero(p) ? 1 : 0;
   return d;
 }
 
@@ -173,8 +174,8 @@ __global__ void __launch_bounds__(kRefThreads) reference_kernel(const T* q, cons
     amax = block_max(amax, scratch);
     mmax = block_max(mmax, scratch);
     parts = block_sum(parts, scratch);
-    if (jm < 0) {  // every key removed: eager's softmax gives NaN
-      if (tid < D) { ref[out] = NAN; bound[out] = 0; }
+    if (jm < 0) {  // every key removed: an explicit softmax gives NaN, SDPA 0
+      if (tid < D) { ref[out] = d.empty_row_zero ? 0.0 : NAN; bound[out] = 0; }
       continue;
     }
 
@@ -290,12 +291,13 @@ __global__ void coverage_kernel(const T* buffer, int64_t buffer_elems, int64_t g
     const T* orow = o + b * d.o[0] + h * d.o[1] + i * d.o[2];
     for (int64_t x = lane; x < d.head_dim; x += 32) {
       const double val = to_double(orow[x]);
-      if (isnan(val)) {
-        if (alive) ++unwritten;
-      } else {
-        ++written;
-        if (!alive) ++dead_not_nan;
-        else if (isinf(val)) ++infinite;
+      if (!isnan(val)) ++written;
+      if (!alive) {
+        if (d.empty_row_zero ? !(val == 0.0) : !isnan(val)) ++dead_not_nan;
+      } else if (isnan(val)) {
+        ++unwritten;
+      } else if (isinf(val)) {
+        ++infinite;
       }
     }
   }

@@ -19,7 +19,8 @@ struct AttentionDims {
   int64_t batch, heads, kv_heads, seq_q, seq_k, head_dim;
   int64_t q[3], k[3], v[3], o[3], m[3];  // (batch, head, row) strides in elements
   double scale;
-  int32_t mask;  // MaskKind
+  int32_t mask;            // MaskKind
+  int32_t empty_row_zero;  // 1: a row whose keys are all removed is 0 (form "sdpa"), else NaN
 };
 AttentionDims attention_dims(const AttentionProblem& p);
 
@@ -35,8 +36,9 @@ void fill_attention_mask(void* mask, DType additive_dtype, const AttentionDims& 
 /// Float64 attention for the (batch, head) pairs `pairs` (device, b * heads + h, n_pairs of
 /// them), exactly as eager: scores scale * q.k (+ the additive mask; -inf where causal j > i
 /// or a bool mask removes the key), softmax with max subtraction, times V; a row with every
-/// key removed is NaN. Writes ref[(p * seq_q + i) * head_dim + d] and the element's error
-/// bound (docs/06-verification.md, "Attention"; 0 for a NaN row) likewise. head_dim <= 128.
+/// key removed is NaN (0 with d.empty_row_zero). Writes ref[(p * seq_q + i) * head_dim + d]
+/// and the element's error bound (docs/06-verification.md, "Attention"; 0 for such a row)
+/// likewise. head_dim <= 128.
 void attention_reference(const void* q, const void* k, const void* v, const void* mask, DType dtype,
                          const AttentionDims& d, const AttentionErrorTerms& terms, const int64_t* pairs, int n_pairs,
                          double* ref, double* bound, cudaStream_t stream);
@@ -57,14 +59,15 @@ void compare_attention(const void* o, DType dtype, const AttentionDims& d, const
                        cudaStream_t stream);
 
 /// Every element of O, and O's whole allocation: rows (b, h, i) whose keys are not all
-/// removed must hold finite values, rows whose keys are all removed must be NaN, and no
+/// removed must hold finite values, rows whose keys are all removed must be NaN (0 with
+/// d.empty_row_zero), and no
 /// element of the allocation outside O's logical elements (padding, guards) may have been
 /// written (it stays NaN from the poison).
 struct AttentionCoverageStats {
   unsigned long long rows, dead_rows;  // O rows, and those with every key removed
   unsigned long long unwritten;        // NaN where a value is expected
   unsigned long long infinite;         // +-Inf where a finite value is expected
-  unsigned long long dead_not_nan;     // elements of dead rows that are not NaN
+  unsigned long long dead_not_nan;     // elements of dead rows that are not NaN (not 0 with empty_row_zero)
   unsigned long long written;          // O's logical elements that are not NaN
   unsigned long long buffer_not_nan;   // elements of the whole allocation that are not NaN
 };

@@ -68,6 +68,12 @@ struct AttentionProblem {
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);
 
+/// True when a row whose keys are all removed must give 0 rather than NaN: attention written
+/// with F.scaled_dot_product_attention (form "sdpa": torch's safe softmax), for which the
+/// runtime sets FACT_ATTN_FLAG_EMPTY_ROW_ZERO (docs/05-composition.md, "Fully masked rows");
+/// an explicit softmax over a row of -inf (form "matmul") gives NaN.
+inline bool attention_empty_row_zero(const AttentionProblem& p) { return p.form == "sdpa"; }
+
 /// True when a plan pattern is an attention pattern: rule "attention", or a problem of kind
 /// "attention".
 bool is_attention_pattern(const nlohmann::json& pattern);

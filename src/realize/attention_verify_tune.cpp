@@ -178,7 +178,10 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
           std::string why;
           if (cov.unwritten) why = fmt::format("{} output elements NaN where a value is expected (unwritten)", cov.unwritten);
           else if (cov.infinite) why = fmt::format("{} output elements infinite", cov.infinite);
-          else if (cov.dead_not_nan) why = fmt::format("{} elements of rows whose keys are all removed are not NaN (eager gives NaN)", cov.dead_not_nan);
+          else if (cov.dead_not_nan) {
+            why = fmt::format("{} elements of rows whose keys are all removed are not {}", cov.dead_not_nan,
+                              attention_empty_row_zero(p) ? "0 (SDPA gives 0)" : "NaN (eager gives NaN)");
+          }
           else if (outside) why = fmt::format("{} elements written outside O (padding or guards)", outside);
           else if (st.nonfinite) why = fmt::format("{} sampled elements NaN/Inf where the reference is finite", st.nonfinite);
           else if (st.nan_mismatch) why = fmt::format("{} sampled elements not NaN where every key is removed", st.nan_mismatch);

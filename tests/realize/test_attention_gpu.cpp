@@ -1,7 +1,8 @@
 // On the GPU (skipped without one, or on another architecture than sm_90): a real attention
 // kernel passes verification next to the vendor bound, and kernels made wrong on purpose are
 // quarantined for the right reason — an output never written, a constant output, a write
-// outside O, a wrong scale — and rows whose keys are all removed come out NaN.
+// outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
+// attention written with SDPA).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,7 +22,7 @@ namespace {
 // A real kernel made wrong in one way.
 class Broken final : public AttentionCandidate {
  public:
-  enum How { nothing, zeros, guard_write, double_scale };
+  enum How { nothing, zeros, guard_write, double_scale, no_flags };
   Broken(std::unique_ptr<AttentionCandidate> inner, How how, const AttentionProblem& p)
       : inner_(std::move(inner)), how_(how), p_(p), name_(inner_->name() + "+broken" + std::to_string(int(how))) {}
   const std::string& name() const override { return name_; }
@@ -39,6 +40,12 @@ class Broken final : public AttentionCandidate {
       case double_scale: {
         FactAttentionArgs b = a;
         b.scale *= 2;
+        inner_->run(b, gpu);
+        return;
+      }
+      case no_flags: {  // ignores FACT_ATTN_FLAG_EMPTY_ROW_ZERO: NaN rows where SDPA gives 0
+        FactAttentionArgs b = a;
+        b.flags = 0;
         inner_->run(b, gpu);
         return;
       }
@@ -168,5 +175,29 @@ TEST(AttentionGpu, MaskedRowsAreNaNAndAWrongScaleFails) {
   const auto& first = verification["draws"][0];
   EXPECT_TRUE(first["dead_rows"].get<bool>());
   EXPECT_GE(first["nan_rows_sampled"].get<int>(), 16);
+  EXPECT_GE(first["dead_rows_total"].get<int>(), 16);
+}
+
+TEST(AttentionGpu, SdpaFormRowsWithEveryKeyRemovedAreZero) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem p = gqa_additive_bf16();
+  p.form = "sdpa";  // the runtime sets FACT_ATTN_FLAG_EMPTY_ROW_ZERO
+  const BuildResult b = build_one(p, Precision::tf32);
+  ASSERT_TRUE(b.ok);
+  std::string why;
+  const auto family = attention_family(p, Precision::tf32, why);
+  std::vector<std::unique_ptr<AttentionCandidate>> cands;
+  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
+  cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name),
+                                           Broken::no_flags, p));
+  GpuContext gpu(*s.gpu);
+  nlohmann::json verification;
+  const auto out = verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+  EXPECT_EQ(outcome(out, b.name).status, "ok") << outcome(out, b.name).reason;
+  const auto& nan_rows = outcome(out, b.name + "+broken4");
+  EXPECT_NE(nan_rows.reason.find("are not 0 (SDPA gives 0)"), std::string::npos) << nan_rows.reason;
+  const auto& first = verification["draws"][0];
+  EXPECT_EQ(first["nan_rows_sampled"].get<int>(), 0);
   EXPECT_GE(first["dead_rows_total"].get<int>(), 16);
 }

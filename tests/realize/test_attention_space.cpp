@@ -221,3 +221,22 @@ TEST(AttentionVendor, NoteSaysItIsALowerBound) {
   p.form = "sdpa";
   EXPECT_NE(attention_vendor_note(p, Precision::tf32).find("scaled_dot_product_attention"), std::string::npos);
 }
+
+TEST(AttentionArgs, StridesScaleAndTheRuntimesFlags) {
+  AttentionProblem p = contiguous(DType::BF16, 64, MaskKind::keep, 256, 2, 8);
+  p.kv_heads = 2;
+  p.mask_strides = {256 * 256, 0, 256};
+  int q, k, v, o, m;
+  FactAttentionArgs a = make_attention_args(p, &q, &k, &v, &o, &m);
+  EXPECT_EQ(a.kv_heads, 2);
+  EXPECT_EQ(a.q_row_stride, 64);
+  EXPECT_EQ(a.mask, &m);
+  EXPECT_EQ(a.mask_head_stride, 0);
+  EXPECT_EQ(a.mask_row_stride, 256);
+  EXPECT_FLOAT_EQ(a.scale, float(p.scale));
+  EXPECT_EQ(a.flags, 0);  // explicit softmax: a row with every key removed is NaN
+  p.form = "sdpa";
+  EXPECT_EQ(make_attention_args(p, &q, &k, &v, &o, &m).flags, FACT_ATTN_FLAG_EMPTY_ROW_ZERO);
+  p.mask = MaskKind::causal;
+  EXPECT_EQ(make_attention_args(p, &q, &k, &v, &o, &m).mask, nullptr);  // no tensor to pass
+}
