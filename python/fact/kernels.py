@@ -100,7 +100,9 @@ class KernelBinding:
         fallback_reasons: reason -> how many fallbacks it caused.
         last_fallback_reason: why the latest fallback happened.
         disabled_reason: when not empty, every call runs ``fallback`` for this reason (e.g.
-            the buffer a causal mask was proven from is no longer lower-triangular).
+            the buffer a causal mask was proven from is no longer lower-triangular, or the
+            ATen nodes measured faster: :mod:`fact.aten_check`).
+        record_inputs: when True, the next call keeps its inputs in ``recorded_inputs``.
         epilogue: the manifest's ``epilogue`` when a GEMM kernel computes the elementwise
             tail too (``"fused": true``), else ``None``.
         epi_slots: where the tail's inputs go (:func:`fact.abi.epilogue_slots`).
@@ -123,6 +125,9 @@ class KernelBinding:
         self.fallback_reasons: dict[str, int] = {}
         self.last_fallback_reason = ""
         self.disabled_reason = ""
+        # fact.aten_check: the next call keeps its inputs in recorded_inputs.
+        self.record_inputs = False
+        self.recorded_inputs: list[torch.Tensor] | None = None
         self.kernel_name = pattern.get("kernel", pattern["id"])
         self.epilogue = pattern.get("epilogue") if pattern.get("fused") else None
         self.epi_slots = (epilogue_slots(self.epilogue, self.input_names)
@@ -177,6 +182,8 @@ class KernelBinding:
             RuntimeError: the kernel's ``run`` returned nonzero (names kernel, code and its
                 meaning).
         """
+        if self.record_inputs:
+            self.recorded_inputs, self.record_inputs = list(inputs), False
         reason = self.mismatch(inputs)
         if not reason:
             device = inputs[0].device

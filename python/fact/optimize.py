@@ -8,6 +8,10 @@ The order, and why:
    pipeline stops here too and says so (:class:`GpuRequired`).
 4. ``factc compose``: ``artifact/`` (needs verified winners from step 3).
 5. load the artifact as a module (Python runtime), with the model's parameters.
+5b. the ATen check (:mod:`fact.aten_check`): a kernel realize could only compare with a bound
+   of its ATen path (attention) is timed against its own ATen nodes in the module, and runs
+   them instead when they are faster; before verification, so the module verified is the
+   module timed.
 6. verify the whole module against float64 *before* timing anything (docs/07-bench-format.md),
    on the user's inputs and, when their reference cannot tell right from wrong (e.g. a ReLU
    that zeroes every element), on drawn inputs too (:func:`verify`).
@@ -27,6 +31,7 @@ from typing import Any, Sequence
 
 import torch
 
+from fact.aten_check import check_aten_paths
 from fact.bench import float64_reference, time_variants
 from fact.export import export_program, graph_from_program, write_graph
 from fact.factc import find_factc, run_factc
@@ -386,6 +391,9 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     inputs = list(example_inputs)
     artifact, realized, compile_s = compile_artifact(model, inputs, policy, options)
     module = load(artifact, model)
+    # Kernels realize could only compare with a bound of their ATen path are timed against
+    # it here, in the module; a slower one is disabled before anything is verified or timed.
+    aten_checks = check_aten_paths(module, inputs, policy, options.trials)
     checks = verify(module, model, inputs, policy)
     timings = benchmark(module, model, inputs, policy, options.trials, options.inductor)
     row = {
@@ -410,6 +418,10 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         # Cutlass patterns whose kernel never runs in this module, and why (e.g. the buffer
         # a causal mask was proven from is no longer lower-triangular).
         "aten_patterns": module.disabled_patterns(),
+        # Kernel vs its own ATen nodes, timed in the module (fact.aten_check), per pattern.
+        "aten_checks": {pid: {k: (_round(v) if isinstance(v, float) else
+                                  [_round(x) for x in v] if isinstance(v, list) else v)
+                              for k, v in r.items()} for pid, r in aten_checks.items()},
         # Share of eager time now in FACT kernels, in [0, 1] (fact.module_report.coverage).
         "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms,
                                    aten=module.disabled_patterns()), 4),

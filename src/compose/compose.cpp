@@ -164,6 +164,8 @@ void compose(const ComposeOptions& opt) {
         m["symbol"] = abi == "attention" && !w.contains("symbol") ? w.at("kernel") : w.at("symbol");
         m["workspace_bytes"] = w.value("workspace_bytes", 0);
         if (w.contains("runtime")) m["runtime"] = w.at("runtime");
+        // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
+        if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
         if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
       }
     } else {

@@ -255,7 +255,20 @@ int run_realize(const RealizeOptions& opt) {
       outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose, &verification);
     }
     w.out["verification"] = verification;
+    // The attention vendor candidate is a lower bound of the ATen path (its two GEMMs), not
+    // the path itself, which factc cannot run: it wins only when no kernel verified. The
+    // kernel is timed against the pattern's ATen nodes in the module (fact optimize, docs/05).
     const CandidateOutcome* best = nullptr;
+    const CandidateOutcome* bound = nullptr;
+    for (const auto& o : outcomes) {
+      if (w.attention && o.impl == std::string("vendor")) {
+        if (o.status == "ok") bound = &o;
+        continue;
+      }
+      if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) best = &o;
+    }
+    if (!best) best = bound;
+    if (w.attention) w.out["aten_check"] = "module";
     for (const auto& o : outcomes) {
       // A candidate timed only (the attention vendor bound) has no error figures.
       auto figure = [&](double x) { return o.verified ? json(x) : json(nullptr); };
@@ -265,7 +278,6 @@ int run_realize(const RealizeOptions& opt) {
       if (o.status == "ok") {
         c["median_ms"] = o.median_ms; c["min_ms"] = o.min_ms; c["max_ms"] = o.max_ms;
         c["trials"] = o.trials; c["workspace_bytes"] = o.workspace_bytes;
-        if (!best || o.median_ms < best->median_ms) best = &o;
       } else {
         c["reason"] = o.reason;
         std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
