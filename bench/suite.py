@@ -53,7 +53,8 @@ _EPILOGUE = ["a_sub_mul_relu", "b_mul_leaky_relu", "c_relu_div", "d_add_bias_rel
 # from a tril buffer, the head merge, the output projection) under both fp32-model policies,
 # a bare SDPA call, and grouped-query attention.
 _ATTENTION = [("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
-              ("sdpa_attention", "tf32"), ("gqa_attention", "tf32")]
+              ("L3-43_mingpt_attention", "fp32"), ("sdpa_attention", "tf32"),
+              ("gqa_attention", "tf32")]
 SUITES: dict[str, list[tuple[str, str]]] = {
     "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
                  ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],

@@ -227,7 +227,8 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
     import suite
     assert [(os.path.basename(e), pol) for e, pol in suite.SUITES["attention"]] == [
         ("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
-        ("sdpa_attention", "tf32"), ("gqa_attention", "tf32")]
+        ("L3-43_mingpt_attention", "fp32"), ("sdpa_attention", "tf32"),
+        ("gqa_attention", "tf32")]
     assert all(e.startswith("attention/") for e, _ in suite.SUITES["attention"])
     for example, _ in suite.SUITES["attention"]:
         assert os.path.isfile(os.path.join(repo_root, "examples", f"{example}.py")), example
@@ -240,4 +241,5 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
                         or (1, ""))
     assert suite.main(["attention", "--only", "L3-43_mingpt_attention"]) == 1  # no results
     assert seen == [("attention/L3-43_mingpt_attention", "tf32", True),
-                    ("attention/L3-43_mingpt_attention", "bf16", True)]
+                    ("attention/L3-43_mingpt_attention", "bf16", True),
+                    ("attention/L3-43_mingpt_attention", "fp32", True)]
