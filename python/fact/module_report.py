@@ -22,7 +22,9 @@ change to the process's matplotlib backend).
 ``vendor_ms`` is the fastest verified vendor candidate ``factc realize`` measured for the
 pattern (for a fused pattern: the vendor GEMM plus its elementwise tail as one pass; for an
 attention pattern: cuBLAS's two GEMMs alone, a lower bound of its ATen nodes), i.e. what
-that part of the module cost before FACT. It is measured per pattern (L2 flushed, its own
+that part of the module cost before FACT. Where the ATen check timed a pattern's own ATen
+nodes in the module (:mod:`fact.aten_check`, ``aten_ms`` of the pattern), that time is used
+instead. It is measured per pattern (L2 flushed, its own
 process), not inside the module, so the ratio is an estimate and is capped at 100 %. A
 cutlass pattern without ``vendor_ms`` contributes nothing (the report names it), nor does
 one whose kernel the module never runs (its ATen nodes run instead, e.g. a causal mask's
@@ -75,12 +77,14 @@ def _median_ms(timing: Any) -> float | None:
 def pattern_times(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per manifest pattern: ``id``, ``nodes``, ``impl``, ``kernel``, ``fused``, ``abi``
     (``"gemm"`` or ``"attention"``), ``detail`` (for attention: mask kind, heads and GQA ratio,
-    head dim; else ""), ``before_ms`` (``vendor_ms``), ``after_ms`` (``time_ms``, the chosen
+    head dim; else ""), ``before_ms`` (``aten_ms`` when the ATen check measured the pattern's
+    ATen nodes in the module, else ``vendor_ms``), ``after_ms`` (``time_ms``, the chosen
     candidate's) and ``speedup`` (before / after; ``None`` when either time is missing or
     not positive)."""
     out = []
     for p in manifest.get("patterns", []):
-        before, after = _num(p.get("vendor_ms")), _num(p.get("time_ms"))
+        before = _num(p.get("aten_ms", p.get("vendor_ms")))
+        after = _num(p.get("time_ms"))
         problem = p.get("problem") or {}
         abi = p.get("abi") or ("attention" if problem.get("kind") == "attention" else "gemm")
         out.append({"id": p.get("id", "?"), "nodes": list(p.get("nodes", [])),

@@ -91,6 +91,10 @@ def test_coverage_is_vendor_time_of_cutlass_patterns_over_eager() -> None:
     assert coverage({"patterns": []}, 5.0) == 0.0
     no_vendor = {"patterns": [dict(MANIFEST["patterns"][0], vendor_ms=None)]}
     assert coverage(no_vendor, 5.0) == 0.0
+    # The ATen nodes timed in the module (fact.aten_check) replace realize's vendor time.
+    measured = {"patterns": [dict(MANIFEST["patterns"][0], aten_ms=4.0)] + MANIFEST["patterns"][1:]}
+    assert coverage(measured, 5.0) == 1.0 and coverage(measured, 10.0) == pytest.approx(0.5)
+    assert pattern_times(measured)[0]["before_ms"] == 4.0
     rows = pattern_times(MANIFEST)
     assert [(p["id"], p["before_ms"], p["after_ms"]) for p in rows] == [
         ("p0", 2.0, 1.6), ("p1", 1.0, 0.5), ("p2", 0.5, 0.5)]
