@@ -178,7 +178,8 @@ def run_gpu(configs, built, opts) -> int:
         m_t = None
         if mask == "additive":
             m_t = torch.randn(1, 1, T, T, device=dev, dtype=dt) * 2
-            m_t[..., 5, :] = float("-inf")
+            m_t[..., 5, :] = float("-inf")  # every key removed: NaN, as eager
+            m_t[..., 6, :] = torch.finfo(dt).min  # finite: eager averages the row uniformly
         elif mask in ("keep", "drop"):
             m_t = (torch.rand(B, 1, T, T, device=dev) > 0.3).to(torch.uint8)
             m_t[:, :, 7, :] = 1 if mask == "drop" else 0  # a row with every key removed

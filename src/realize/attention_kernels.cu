@@ -71,6 +71,16 @@ __global__ void mask_fill_kernel(void* mask, int32_t kind, int64_t count, uint64
   }
 }
 
+// The most negative finite value of T (torch.finfo(T).min): an additive mask of it keeps its
+// key (eager's softmax then averages such a row uniformly); only -inf removes a key.
+template <class T> __device__ double lowest_finite();
+template <> __device__ double lowest_finite<float>() { return -3.4028234663852886e38; }
+template <> __device__ double lowest_finite<__half>() { return -65504.0; }
+template <> __device__ double lowest_finite<__nv_bfloat16>() { return -3.3895313892515355e38; }
+
+// One row per head with every key removed (-inf, or false/true for keep/drop masks); an
+// additive mask also gets a second row of lowest_finite<T>() (HuggingFace's padding value,
+// which must not empty the row).
 template <class T>
 __global__ void dead_rows_kernel(void* mask, AttentionDims d, uint64_t seed) {
   const int64_t total = d.batch * d.heads * d.seq_k;
@@ -80,8 +90,13 @@ __global__ void dead_rows_kernel(void* mask, AttentionDims d, uint64_t seed) {
     const int64_t b2 = d.m[0] ? b : 0, h2 = d.m[1] ? h : 0;
     const int64_t i = int64_t(splitmix64(seed ^ uint64_t(b2 * d.heads + h2)) % uint64_t(d.seq_q));
     const int64_t off = b * d.m[0] + h * d.m[1] + i * d.m[2] + j;
-    if (d.mask == 2) static_cast<T*>(mask)[off] = from_double<T>(-INFINITY);
-    else static_cast<uint8_t*>(mask)[off] = uint8_t(d.mask == 3 ? 0 : 1);
+    if (d.mask == 2) {
+      static_cast<T*>(mask)[off] = from_double<T>(-INFINITY);
+      const int64_t i2 = (i + (d.seq_q + 1) / 2) % d.seq_q;
+      if (i2 != i) static_cast<T*>(mask)[b * d.m[0] + h * d.m[1] + i2 * d.m[2] + j] = from_double<T>(lowest_finite<T>());
+    } else {
+      static_cast<uint8_t*>(mask)[off] = uint8_t(d.mask == 3 ? 0 : 1);
+    }
   }
 }
 
