@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "common/process.h"
+#include "realize/attention_problem.h"
 #include "realize/toolchain.h"
 
 namespace fs = std::filesystem;
@@ -63,8 +64,10 @@ void check_attention(const std::string& id, const json& pat) {
   if (!so.is_array() || so.size() != 3 || !std::all_of(so.begin(), so.end(), [](const json& s) { return s.is_number_integer(); })) {
     throw bad("strides.o must be three integer strides (batch, head, row)");
   }
-  const std::string layout = p.value("output_layout", "");
-  if (layout != "bhtd" && layout != "bthd") throw bad("output_layout must be bhtd or bthd");
+  // Any order of b, h, t: strides.o says where O lands (nn.MultiheadAttention's is tbhd).
+  if (!realize::valid_output_layout(p.value("output_layout", ""))) {
+    throw bad("output_layout must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...)");
+  }
 }
 
 }  // namespace

@@ -107,6 +107,13 @@ double AttentionProblem::flops() const {
   return 4.0 * pairs * double(head_dim) * double(batch) * double(heads);
 }
 
+bool valid_output_layout(const std::string& layout) {
+  if (layout.size() != 4 || layout[3] != 'd') return false;
+  std::string outer = layout.substr(0, 3);
+  std::sort(outer.begin(), outer.end());
+  return outer == "bht";
+}
+
 AttentionProblem attention_problem_from_json(const json& j) {
   if (!j.is_object()) throw Error("plan problem (attention): not an object: " + j.dump());
   if (string_field(j, "kind") != "attention") bad("kind", "is not 'attention'");
@@ -136,12 +143,8 @@ AttentionProblem attention_problem_from_json(const json& j) {
   else if (mask == "drop") p.mask = MaskKind::drop;
   else bad("mask", "must be none, causal, additive, keep or drop, got '" + mask + "'");
   p.output_layout = string_field(j, "output_layout");
-  {
-    std::string outer = p.output_layout.substr(0, 3);
-    std::sort(outer.begin(), outer.end());
-    if (p.output_layout.size() != 4 || p.output_layout[3] != 'd' || outer != "bht") {
-      bad("output_layout", "must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...), got '" + p.output_layout + "'");
-    }
+  if (!valid_output_layout(p.output_layout)) {
+    bad("output_layout", "must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...), got '" + p.output_layout + "'");
   }
 
   if (j.contains("form")) {

@@ -68,6 +68,10 @@ struct AttentionProblem {
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);
 
+/// True when `layout` names an order of b, h and t followed by d ("bhtd", "bthd", "tbhd",
+/// ...): the dims of O in the pattern's output, outermost first (strides.o says where).
+bool valid_output_layout(const std::string& layout);
+
 /// True when a row whose keys are all removed must give 0 rather than NaN: attention written
 /// with F.scaled_dot_product_attention (form "sdpa": torch's safe softmax), for which the
 /// runtime sets FACT_ATTN_FLAG_EMPTY_ROW_ZERO (docs/05-composition.md, "Fully masked rows");

@@ -197,6 +197,20 @@ TEST_F(AttentionComposeTest, CutlassWinnerIsLinkedWithAnAttentionManifestEntry) 
   EXPECT_NE(report.find("replaces its 13 nodes"), std::string::npos);
 }
 
+TEST_F(AttentionComposeTest, MultiheadAttentionLayoutTbhdIsComposed) {
+  // nn.MultiheadAttention writes O as [T, B, H*D]: strides.o says where, any order of b, h, t.
+  std::string why;
+  if (!cutlass_winner(why)) GTEST_SKIP() << why;
+  json p = attention_problem("causal");
+  p["output_layout"] = "tbhd";
+  p["strides"]["o"] = {512, 64, 1024};
+  plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = p;
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  EXPECT_EQ(manifest["patterns"][0]["problem"]["output_layout"], "tbhd");
+  EXPECT_EQ(manifest["patterns"][0]["impl"], "cutlass");
+}
+
 TEST_F(AttentionComposeTest, VendorWinnerStaysAtenWithoutALibrary) {
   fact::compose::run_compose(options());
   const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
@@ -230,6 +244,11 @@ TEST_F(AttentionComposeTest, InconsistentAttentionPatternsAreRefused) {
   p["kv_heads"] = 3;
   plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = p;
   EXPECT_NE(error_of(options()).find("heads is not a multiple of kv_heads"), std::string::npos);
+  // An output layout that is no order of b, h, t followed by d.
+  p = attention_problem("causal");
+  p["output_layout"] = "bdht";
+  plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = p;
+  EXPECT_NE(error_of(options()).find("output_layout must be an order of b, h, t followed by d"), std::string::npos);
   // The attention rule with a GEMM problem.
   plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = gemm_problem(64);
   EXPECT_NE(error_of(options()).find("rule \"attention\" with a problem of kind \"gemm\""), std::string::npos);
