@@ -113,11 +113,19 @@ def causal_buffers(problem: Mapping, read: Iterable[str],
         params: placeholder name -> graph ``params`` entry (``kind``, ``target``, ``value``).
 
     Returns:
-        The params among ``read`` marked ``"value": "tril"``; when none is marked (a graph
-        exported before the marker existed), every buffer or constant among ``read`` (a
-        causal pattern reads no other: its mask chain slices and compares the buffer).
+        ``problem["causal_buffer"]``, the buffer discovery proved the mask from, when the plan
+        names one (whether or not the pattern's nodes read it: a mask chain shared by two
+        attentions stays outside both). Otherwise, for attention written by hand (``form``
+        other than ``"sdpa"``, whose ``is_causal`` needs no buffer): the params among ``read``
+        marked ``"value": "tril"``, or, when none is marked (a graph exported before the
+        marker existed), every buffer or constant among ``read`` (such a pattern's mask chain
+        slices and compares the buffer).
     """
     if problem.get("mask") != "causal":
+        return []
+    if problem.get("causal_buffer"):
+        return [str(problem["causal_buffer"])]
+    if problem.get("form") == "sdpa":
         return []
     names = [n for n in dict.fromkeys(read) if n in params]
     marked = [n for n in names if params[n].get("value") == TRIL_VALUE]

@@ -208,6 +208,7 @@ void fill_mask(const GraphIndex& g, Parts& p, const Node& fill, const std::strin
   const MaskProof proof = prove_mask(g, m);
   if (proof.pattern == MaskProof::Pattern::strict_upper && exact) {
     p.mask = MaskKind::causal;
+    if (proof.from_buffer) p.causal_buffer = proof.source;
     std::string v = m;
     const Node* consumer = &fill;
     for (const Node* n : proof.chain) {  // the proof's nodes, while nothing else reads them

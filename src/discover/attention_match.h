@@ -39,6 +39,7 @@ struct Parts {
   bool grouped_allowed = false;      // k/v may have fewer heads than q (swallowed repeat, enable_gqa)
   MaskKind mask = MaskKind::none;
   std::string mask_value;  // the mask operand (additive, keep, drop); empty otherwise
+  std::string causal_buffer;  // the buffer/constant a causal mask was proven from ("" if none)
   double scale = 1.0;      // multiplies q.k
   std::string core;        // the value of `@ v` (or of the SDPA node): O in [B,H,Tq,D] order
   std::vector<std::string> nodes;  // nodes replaced so far, any order

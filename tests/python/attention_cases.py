@@ -17,8 +17,26 @@ import torch.nn.functional as F
 from fact.abi import FactAttentionArgs
 from fact.export import export, write_graph
 
-__all__ = ["attn_artifact", "attn_pattern", "attn_problem", "last_args", "MinGptAttention",
-           "MINGPT_NODES", "mingpt_artifact", "mingpt_qkv"]
+__all__ = ["attn_artifact", "attn_pattern", "attn_problem", "discover_plan", "last_args",
+           "MinGptAttention", "MINGPT_NODES", "mingpt_artifact", "mingpt_qkv"]
+
+
+def discover_plan(tmp_path, graph: dict) -> dict:
+    """The real engine's plan (``factc discover``) of an exported ``graph``; skips the test
+    when the engine is not built."""
+    import subprocess
+
+    import pytest
+
+    from fact.factc import FactcError, find_factc
+    try:
+        factc = find_factc()
+    except FactcError as exc:
+        pytest.skip(f"the engine is not built: {exc}")
+    write_graph(graph, tmp_path / "discover-graph.json")
+    subprocess.run([factc, "discover", str(tmp_path / "discover-graph.json"), "-o",
+                    str(tmp_path / "discover-plan.json")], check=True, capture_output=True)
+    return json.loads((tmp_path / "discover-plan.json").read_text())
 
 
 def attn_artifact(tmp_path, graph: dict, patterns: list[dict], lib: str) -> str:

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from attention_cases import (attn_artifact, attn_pattern, attn_problem, last_args,
+from attention_cases import (attn_artifact, attn_pattern, attn_problem, discover_plan, last_args,
                              mingpt_artifact, mingpt_qkv)
 from fact.abi import FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs, mask_strides
 from fact.attention import causal_buffers, check_pattern, tril_mismatch
@@ -131,6 +131,11 @@ def test_causal_buffer_selection_and_tril_check() -> None:
     assert causal_buffers(causal, ["q", "b_other", "b_bias", "b_bias"], params) == ["b_bias"]
     assert causal_buffers(causal, ["q", "b_other", "p_w"], params) == ["b_other"]
     assert causal_buffers({"mask": "keep"}, ["b_bias"], params) == []
+    # The plan names the proof's buffer: checked even when the pattern's nodes do not read it.
+    named = {"mask": "causal", "causal_buffer": "b_bias"}
+    assert causal_buffers(named, ["q"], params) == ["b_bias"]
+    # SDPA's is_causal needs no buffer: a K/V cache buffer it reads is no mask.
+    assert causal_buffers({"mask": "causal", "form": "sdpa"}, ["b_other"], params) == []
     assert tril_mismatch(torch.tril(torch.ones(4, 6)).view(1, 1, 4, 6)) == ""
     assert tril_mismatch(torch.tril(torch.ones(5, 5, dtype=torch.bool))) == ""
     assert "differ" in tril_mismatch(2 * torch.tril(torch.ones(5, 5)))
@@ -138,6 +143,46 @@ def test_causal_buffer_selection_and_tril_check() -> None:
     assert "dimension" in tril_mismatch(torch.ones(5))
     assert "leading dimensions" in tril_mismatch(torch.tril(torch.ones(2, 4, 4)))
     assert "meta" in tril_mismatch(torch.ones(4, 4, device="meta"))
+
+
+def test_shared_mask_chain_is_rechecked_for_both_patterns(tmp_path, attention_library: str) -> None:
+    # One `bias[:, :, :T, :T] == 0` read by two attentions stays outside both patterns; the
+    # plan still names b_bias, so changing the buffer after export disables both kernels.
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16))
+
+        @staticmethod
+        def attend(q, k, v, m):
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(8))
+            return F.softmax(att.masked_fill(m, float("-inf")), dim=-1) @ v
+
+        def forward(self, q, k, v):
+            m = self.bias[:, :, :8, :8] == 0
+            return self.attend(self.attend(q, k, v, m), k, v, m)
+
+    model = Two()
+    x = [torch.randn(2, 2, 8, 8) for _ in range(3)]
+    graph = export(model, x)
+    plan = discover_plan(tmp_path, graph)
+    pats = [p for p in plan["patterns"] if p["rule"] == "attention"]
+    assert len(pats) == 2 and all(p["problem"]["causal_buffer"] == "b_bias" for p in pats)
+    assert all("eq" not in p["nodes"] for p in pats)  # the shared chain stays ATen
+    art = attn_artifact(tmp_path, graph, [attn_pattern(p["nodes"], p["output"], p["operands"],
+                                                       p["problem"], "fa_causal", pid=p["id"])
+                                          for p in pats], attention_library)
+    with torch.no_grad():
+        i = torch.arange(16)
+        model.bias.copy_(((i[:, None] >= i[None, :]) & (i[:, None] - i[None, :] < 2)).float()
+                         .view(1, 1, 16, 16))  # a band, no longer the causal triangle
+    fm = load(art, model)
+    assert sorted(fm.disabled_patterns()) == sorted(p["id"] for p in pats)
+    for b in fm.bindings.values():
+        b.device_type = "cpu"
+    with torch.no_grad():
+        torch.testing.assert_close(fm(*x), model(*x), rtol=1e-5, atol=1e-5)
+
 
 
 # ------------------------------------------------------------------ SDPA, masks, GQA

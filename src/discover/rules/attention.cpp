@@ -171,6 +171,9 @@ Match make_match(const MatchContext& ctx, Parts parts) {
                {"strides", std::move(strides)},
                {"output_layout", layout_name(out.strides, o)},
                {"form", parts.form}};
+  // The proof's premise, which the runtime re-checks against the buffer it loads: whether or
+  // not the pattern's nodes read the buffer (a mask chain shared by two attentions stays ATen).
+  if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
   int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
   if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
   m.work = {flops, bytes, matmul_unit(tq.dtype, ctx.precision)};
