@@ -191,7 +191,8 @@ TEST(PlanJson, AttentionProblemFollowsDocs03) {
             R"({"kind":"attention","batch":128,"heads":8,"kv_heads":8,"seq_q":512,"seq_k":512,)"
             R"("head_dim":96,"dtype":"float32","scale":0.10206207261596575,"mask":"causal",)"
             R"("strides":{"q":[1179648,96,2304],"k":[1179648,96,2304],"v":[1179648,96,2304],)"
-            R"("o":[393216,96,768],"mask":null},"output_layout":"bthd","form":"matmul"})");
+            R"("o":[393216,96,768],"mask":null},"output_layout":"bthd","form":"matmul",)"
+            R"("causal_buffer":"b_bias"})");
   // Causal: 4 * B * H * D * (T * (T + 1) / 2) FLOPs; Q, K, V read and O written once.
   EXPECT_EQ(p["estimate"]["flops"], int64_t{4} * 128 * 8 * 96 * (512 * 513 / 2));
   EXPECT_EQ(p["estimate"]["bytes"], int64_t{4} * 128 * 8 * 512 * 96 * 4);

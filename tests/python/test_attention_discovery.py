@@ -54,14 +54,19 @@ def _attention(plan: dict) -> dict:
     return found[0]
 
 
-def _problem(b, h, hkv, t, d, q, k, form, mask="causal", scale=None) -> dict:
+def _problem(b, h, hkv, t, d, q, k, form, mask="causal", scale=None,
+             causal_buffer=None) -> dict:
     """The expected problem: q/k/v read in place from a [B, T, *] projection (row strides
-    q[2], k[2]), O written merged as [B, T, H*D] (bthd)."""
-    return {"kind": "attention", "batch": b, "heads": h, "kv_heads": hkv, "seq_q": t, "seq_k": t,
-            "head_dim": d, "dtype": "float32",
-            "scale": scale if scale is not None else 1.0 / math.sqrt(d), "mask": mask,
-            "strides": {"q": q, "k": k, "v": k, "o": [t * h * d, d, h * d], "mask": None},
-            "output_layout": "bthd", "form": form}
+    q[2], k[2]), O written merged as [B, T, H*D] (bthd); a causal mask proven from a tril
+    buffer names it."""
+    p = {"kind": "attention", "batch": b, "heads": h, "kv_heads": hkv, "seq_q": t, "seq_k": t,
+         "head_dim": d, "dtype": "float32",
+         "scale": scale if scale is not None else 1.0 / math.sqrt(d), "mask": mask,
+         "strides": {"q": q, "k": k, "v": k, "o": [t * h * d, d, h * d], "mask": None},
+         "output_layout": "bthd", "form": form}
+    if causal_buffer:
+        p["causal_buffer"] = causal_buffer
+    return p
 
 
 def _causal_flops(b, h, t, d) -> int:
@@ -73,7 +78,8 @@ def test_mingpt_example_small(factc: str, examples_dir: str, tmp_path) -> None:
     # 2 heads of 96, T = 16 of a 32-long tril buffer; c_attn's output is [2, 16, 576].
     plan = _plan(factc, mod.Model(192, 2, 0.0, 0.0, 32), [torch.randn(2, 16, 192)], tmp_path)
     p = _attention(plan)
-    assert p["problem"] == _problem(2, 2, 2, 16, 96, [9216, 96, 576], [9216, 96, 576], "matmul")
+    assert p["problem"] == _problem(2, 2, 2, 16, 96, [9216, 96, 576], [9216, 96, 576], "matmul",
+                                    causal_buffer="b_bias")
     assert p["problem"]["scale"] == 1.0 / math.sqrt(96)  # exactly as minGPT computes it
     assert p["operands"] == {"q": "transpose_1", "k": "transpose", "v": "transpose_2"}
     assert p["nodes"] == ["transpose_3", "matmul", "mul", "slice_1", "slice_2", "eq",
@@ -109,7 +115,8 @@ def test_gqa_example_small(factc: str, examples_dir: str, tmp_path) -> None:
 FULL = {
     # file: (expected problem, FLOPs)
     "L3-43_mingpt_attention.py": (
-        _problem(128, 8, 8, 512, 96, [1179648, 96, 2304], [1179648, 96, 2304], "matmul"),
+        _problem(128, 8, 8, 512, 96, [1179648, 96, 2304], [1179648, 96, 2304], "matmul",
+                 causal_buffer="b_bias"),
         _causal_flops(128, 8, 512, 96)),
     "sdpa_attention.py": (
         _problem(16, 16, 16, 1024, 64, [3145728, 64, 3072], [3145728, 64, 3072], "sdpa",
