@@ -246,6 +246,20 @@ def mask_strides(mask: torch.Tensor, batch: int, heads: int, seq_q: int,
     return strides[0], strides[1], strides[2]
 
 
+def _bht_strides(t: torch.Tensor) -> tuple[int, int, int]:
+    """(batch, head, row) strides of a q/k/v operand: ``[B, H, T, D]``, or the 3-D
+    ``[N, T, D]`` of the bmm form (one head: head stride 0)."""
+    if t.dim() == 3:
+        return int(t.stride(0)), 0, int(t.stride(1))
+    return int(t.stride(0)), int(t.stride(1)), int(t.stride(2))
+
+
+def _scores_mask(mask: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """The mask as it broadcasts against 4-D scores: the bmm form's scores are ``[N, Tq, Tk]``,
+    so a mask of rank >= 3 gets a head dimension (of size 1) before its rows."""
+    return mask.unsqueeze(-3) if q.dim() == 3 and mask.dim() >= 3 else mask
+
+
 def _attention_sizes(p: Mapping) -> tuple[int, int, int, int, int, int]:
     return (int(p["batch"]), int(p["heads"]), int(p["kv_heads"]), int(p["seq_q"]),
             int(p["seq_k"]), int(p["head_dim"]))
@@ -259,8 +273,9 @@ def _attention_check(binding: "KernelBinding", inputs: Sequence[torch.Tensor]) -
     for role in ("q", "k", "v"):
         t = binding.operand(inputs, role)
         assert t is not None
-        if t.dim() != 4:
-            return f"{role} has {t.dim()} dimensions, the kernel reads [B, H, T, D]"
+        if t.dim() != 4 and not (t.dim() == 3 and heads == 1 and kv_heads == 1):
+            return (f"{role} has {t.dim()} dimensions, the kernel reads [B, H, T, D] "
+                    f"(or [N, T, D] with one head)")
         if t.shape[-1] > 1 and t.stride(-1) != 1:
             return (f"{role}'s last dimension has stride {t.stride(-1)}: the kernel reads "
                     f"head_dim contiguously")
@@ -276,7 +291,7 @@ def _attention_check(binding: "KernelBinding", inputs: Sequence[torch.Tensor]) -
             ok, what = mask.dtype in (torch.bool, torch.uint8), "bool or uint8"
         if not ok:
             return f"the {p['mask']} mask has dtype {mask.dtype}, the kernel reads {what}"
-        layout = mask_strides(mask, batch, heads, seq_q, seq_k)
+        layout = mask_strides(_scores_mask(mask, q), batch, heads, seq_q, seq_k)
         if isinstance(layout, str):
             return layout
     return ""
@@ -302,8 +317,9 @@ def attention_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
     contiguous tensor of the output value's graph shape and dtype. Only called after
     :attr:`Abi.check` accepted ``inputs`` (an AssertionError otherwise names what is missing).
     Sizes and ``scale`` are the manifest problem's. Q, K and V are passed with the actual
-    tensors' strides of dimensions 0, 1, 2 (batch, head, row): they are views (of the QKV
-    projection's output, say) read in place. O's strides are the problem's ``strides.o``:
+    tensors' strides of dimensions 0, 1, 2 (batch, head, row; the bmm form's 3-D ``[N, T, D]``
+    operands have one head, head stride 0): they are views (of the QKV projection's output,
+    say) read in place. O's strides are the problem's ``strides.o``:
     ``o`` is the pattern output (contiguous, its graph shape), in which ``O[b, h, t, :]``
     starts at ``b·so_b + h·so_h + t·so_t``. A mask tensor (additive/keep/drop) gets the
     strides :func:`mask_strides` gives (0 for a broadcast dimension); otherwise ``mask`` is
@@ -317,16 +333,14 @@ def attention_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
     args = FactAttentionArgs(
         batch=batch, heads=heads, kv_heads=kv_heads, seq_q=seq_q, seq_k=seq_k,
         head_dim=head_dim,
-        q=q.data_ptr(), q_batch_stride=q.stride(0), q_head_stride=q.stride(1),
-        q_row_stride=q.stride(2),
-        k=k.data_ptr(), k_batch_stride=k.stride(0), k_head_stride=k.stride(1),
-        k_row_stride=k.stride(2),
-        v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1),
-        v_row_stride=v.stride(2),
+        q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
         o=o.data_ptr(), o_batch_stride=so[0], o_head_stride=so[1], o_row_stride=so[2],
         scale=float(p["scale"]), flags=attention_flags(p))
+    (args.q_batch_stride, args.q_head_stride, args.q_row_stride) = _bht_strides(q)
+    (args.k_batch_stride, args.k_head_stride, args.k_row_stride) = _bht_strides(k)
+    (args.v_batch_stride, args.v_head_stride, args.v_row_stride) = _bht_strides(v)
     if mask is not None and p.get("mask") in TENSOR_MASKS:
-        layout = mask_strides(mask, batch, heads, seq_q, seq_k)
+        layout = mask_strides(_scores_mask(mask, q), batch, heads, seq_q, seq_k)
         assert not isinstance(layout, str), layout
         args.mask = mask.data_ptr()
         args.mask_batch_stride, args.mask_head_stride, args.mask_row_stride = layout

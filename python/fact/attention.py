@@ -85,7 +85,8 @@ def check_pattern(pattern: Mapping, types: Mapping[str, dict | None]) -> None:
         t = types.get(operands[role])
         if t is None:
             continue
-        if t["shape"] != shape:
+        # The bmm form reads 3-D [N, T, D] operands: one head (docs/03-rules.md).
+        if t["shape"] != shape and not (shape[1] == 1 and t["shape"] == [shape[0]] + shape[2:]):
             raise ValueError(f"{role} = {operands[role]} has shape {t['shape']}, the problem "
                              f"says {shape}")
         if dtype is not None and t["dtype"] != dtype:

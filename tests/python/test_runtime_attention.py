@@ -407,3 +407,27 @@ def test_inconsistent_attention_patterns_are_artifact_errors(tmp_path,
     types = {"o": {"dtype": "float32", "shape": [2, 6, 32], "strides": [192, 32, 1]}}
     bthd = dict(good, output_layout="bthd", strides=dict(good["strides"], o=[192, 8, 32]))
     check_pattern({"problem": bthd, "operands": _QKVM, "output": "o"}, types)
+
+
+def test_bmm_form_reads_three_dimensional_operands(tmp_path, attention_library: str) -> None:
+    # torch.bmm on [N, T, D]: discovered as one head per batch entry (head stride 0).
+    class Bmm(nn.Module):
+        def forward(self, q, k, v):
+            s = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(8)
+            return torch.bmm(torch.softmax(s, dim=-1), v)
+
+    model = Bmm()
+    x = [torch.randn(4, 8, 8) for _ in range(3)]
+    graph = export(model, x)
+    (p,) = [p for p in discover_plan(tmp_path, graph)["patterns"] if p["rule"] == "attention"]
+    assert (p["problem"]["batch"], p["problem"]["heads"]) == (4, 1)
+    art = attn_artifact(tmp_path, graph, [attn_pattern(p["nodes"], p["output"], p["operands"],
+                                                       p["problem"], "fa_none")],
+                        attention_library)
+    fm = load(art, model)
+    fm.bindings["p0"].device_type = "cpu"
+    with torch.no_grad():
+        torch.testing.assert_close(fm(*x), model(*x), rtol=1e-5, atol=1e-5)
+    assert fm.fallback_counts() == {"p0": 0}
+    last = last_args(art)
+    assert (last.q_batch_stride, last.q_head_stride, last.q_row_stride) == (64, 0, 8)
