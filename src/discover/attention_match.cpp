@@ -15,17 +15,6 @@ using graph::GraphIndex;
 using graph::Node;
 using graph::TensorType;
 
-std::string_view mask_name(MaskKind kind) {
-  switch (kind) {
-    case MaskKind::none: return "none";
-    case MaskKind::causal: return "causal";
-    case MaskKind::additive: return "additive";
-    case MaskKind::keep: return "keep";
-    case MaskKind::drop: return "drop";
-  }
-  return "?";
-}
-
 bool is_graph_output(const GraphIndex& g, std::string_view value) {
   for (const auto& o : g.graph().outputs)
     if (o == value) return true;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/attention_mask.h"
 #include "graph/graph.h"
 
 namespace fact::discover::attention {
@@ -27,9 +28,10 @@ struct Reject {
   std::string reason;
 };
 
-enum class MaskKind { none, causal, additive, keep, drop };
-/// "none", "causal", "additive", "keep", "drop" (the plan's problem.mask).
-std::string_view mask_name(MaskKind kind);
+/// The mask kinds and the plan's problem.mask spelling (mask_name), one definition with
+/// realization's (common/attention_mask.h).
+using fact::MaskKind;
+using fact::mask_name;
 
 /// What a matcher found.
 struct Parts {

@@ -21,11 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define FACT_HD __host__ __device__
-#else
-#define FACT_HD
-#endif
+#include "realize/host_device.h"
 
 namespace fact::realize {
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -9,21 +10,6 @@
 using nlohmann::json;
 
 namespace fact::realize {
-
-std::string to_string(MaskKind m) {
-  switch (m) {
-    case MaskKind::none: return "none";
-    case MaskKind::causal: return "causal";
-    case MaskKind::additive: return "additive";
-    case MaskKind::keep: return "keep";
-    case MaskKind::drop: return "drop";
-  }
-  return "?";
-}
-
-bool mask_has_tensor(MaskKind m) {
-  return m == MaskKind::additive || m == MaskKind::keep || m == MaskKind::drop;
-}
 
 namespace {
 
@@ -136,12 +122,9 @@ AttentionProblem attention_problem_from_json(const json& j) {
   if (!scale.is_number() || !std::isfinite(scale.get<double>())) bad("scale", "must be a finite number, got " + scale.dump());
   p.scale = scale.get<double>();
   const std::string mask = string_field(j, "mask");
-  if (mask == "none") p.mask = MaskKind::none;
-  else if (mask == "causal") p.mask = MaskKind::causal;
-  else if (mask == "additive") p.mask = MaskKind::additive;
-  else if (mask == "keep") p.mask = MaskKind::keep;
-  else if (mask == "drop") p.mask = MaskKind::drop;
-  else bad("mask", "must be none, causal, additive, keep or drop, got '" + mask + "'");
+  const std::optional<MaskKind> mask_kind = mask_from_name(mask);
+  if (!mask_kind) bad("mask", "must be none, causal, additive, keep or drop, got '" + mask + "'");
+  p.mask = *mask_kind;
   p.output_layout = string_field(j, "output_layout");
   if (!valid_output_layout(p.output_layout)) {
     bad("output_layout", "must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...), got '" + p.output_layout + "'");

@@ -10,20 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/attention_mask.h"
 #include "realize/gemm_problem.h"
 
 namespace fact::realize {
 
-/// How the mask removes or weights keys (the kernels' {{MASK}} number in parentheses):
-/// none (0); causal (1): key j takes part iff j <= i; additive (2): a tensor of Q's dtype
-/// added to the scaled logits; keep (3): a uint8 tensor, nonzero = takes part (SDPA's bool
-/// attn_mask); drop (4): a uint8 tensor, nonzero = removed (masked_fill(mask, -inf)).
-enum class MaskKind { none = 0, causal = 1, additive = 2, keep = 3, drop = 4 };
-
-/// "none" | "causal" | "additive" | "keep" | "drop" (the plan's spelling).
-std::string to_string(MaskKind m);
-/// True for the kinds that read a mask tensor (additive, keep, drop).
-bool mask_has_tensor(MaskKind m);
+/// How the mask removes or weights keys, its plan spelling (mask_name, mask_from_name) and
+/// mask_has_tensor: one definition with discovery's (common/attention_mask.h).
+using fact::MaskKind;
+using fact::mask_has_tensor;
+using fact::mask_name;
 
 /// Strides in elements of one operand's (batch, head, row) dimensions; its last dimension
 /// (head dim D for Q/K/V/O, key j for the mask) is contiguous. A stride may be 0 (the

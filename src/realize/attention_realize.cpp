@@ -61,7 +61,7 @@ std::vector<CandidateOutcome> tune_attention_pattern(const std::string& id, cons
   const AttentionProblem& p = w.problem;
   std::fprintf(stderr, "realize %s: verifying and tuning %zu attention candidates (B=%lld Hq=%lld Hkv=%lld Tq=%lld Tk=%lld D=%lld %s, mask %s)\n",
                id.c_str(), runnable.size(), (long long)p.batch, (long long)p.heads, (long long)p.kv_heads, (long long)p.seq_q,
-               (long long)p.seq_k, (long long)p.head_dim, to_string(p.dtype).c_str(), to_string(p.mask).c_str());
+               (long long)p.seq_k, (long long)p.head_dim, to_string(p.dtype).c_str(), std::string(mask_name(p.mask)).c_str());
   return verify_and_tune_attention(p, w.family ? &*w.family : nullptr, runnable, gpu, warmup, trials, verbose, &verification);
 }
 

@@ -108,18 +108,8 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
     out[i].impl = cands[i]->impl();
     out[i].verified = cands[i]->verifiable();
     out[i].note = cands[i]->note();
-    try {
-      const std::string why = cands[i]->prepare(args, gpu);
-      if (!why.empty()) {
-        out[i].status = "quarantined";
-        out[i].reason = why;
-      }
-      out[i].workspace_bytes = cands[i]->workspace_bytes();
-    } catch (const std::exception& ex) {
-      out[i].status = "quarantined";
-      out[i].reason = ex.what();
-      cudaGetLastError();
-    }
+    // A prepare that threw may have left a CUDA error behind: clear it.
+    if (!prepare_candidate(*cands[i], args, gpu, out[i])) cudaGetLastError();
   }
   bool any_verifiable = false;
   for (size_t i = 0; i < cands.size(); ++i) {

@@ -11,11 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define FACT_HD __host__ __device__
-#else
-#define FACT_HD
-#endif
+#include "realize/host_device.h"
 
 #ifndef FACT_NO_JSON
 #include <string>

@@ -81,17 +81,7 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     out[i].kernel = cands[i]->name();
     out[i].impl = cands[i]->impl();
     out[i].tolerance = tol;
-    try {
-      std::string why = cands[i]->prepare(args, gpu);
-      if (!why.empty()) {
-        out[i].status = "quarantined";
-        out[i].reason = why;
-      }
-      out[i].workspace_bytes = cands[i]->workspace_bytes();
-    } catch (const std::exception& e) {
-      out[i].status = "quarantined";
-      out[i].reason = e.what();
-    }
+    prepare_candidate(*cands[i], args, gpu, out[i]);
   }
 
   json draws_log = json::array();

@@ -1,5 +1,6 @@
 // Verification (docs/00-design.md §5) and tuning (docs/00-design.md §6) of GEMM candidates on the GPU.
 #pragma once
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,27 @@ struct CandidateOutcome {
   std::string note;         // how the time was formed, when it is not the run's alone
   bool verified = true;     // false: a time only (a lower bound computing no output), no error figures
 };
+
+/// Prepares one candidate (GEMM or attention) for `args` and records it in `o`: a non-empty
+/// reason from prepare() quarantines it, and o.workspace_bytes is read either way; an
+/// exception from prepare() or workspace_bytes() quarantines it with the exception's message,
+/// and then the function returns false (true otherwise).
+template <class Candidate, class Args>
+bool prepare_candidate(Candidate& c, const Args& args, GpuContext& gpu, CandidateOutcome& o) {
+  try {
+    const std::string why = c.prepare(args, gpu);
+    if (!why.empty()) {
+      o.status = "quarantined";
+      o.reason = why;
+    }
+    o.workspace_bytes = c.workspace_bytes();
+    return true;
+  } catch (const std::exception& e) {
+    o.status = "quarantined";
+    o.reason = e.what();
+    return false;
+  }
+}
 
 /// The bound on max|d - ref| / max|ref| a correct kernel meets for this problem: input
 /// rounding of the MMA type (tf32 truncates to 10 mantissa bits: 2^-10; bf16 2^-8; fp16

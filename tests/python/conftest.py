@@ -41,14 +41,25 @@ def fake_factc(tmp_path, monkeypatch) -> str:
 
 
 @pytest.fixture
-def attention_library(tmp_path, repo_root: str) -> str:
+def build_c_library(tmp_path, repo_root: str):
+    """A function build(header, source, name, libs=()) that compiles the C file `source`
+    with cc against the kernel ABI header src/realize/<header> into the shared library
+    tmp_path/<name>, linking `libs` last, and returns its path; it skips the test without a
+    C compiler or the header."""
+    def build(header: str, source: str, name: str, libs: tuple[str, ...] = ()) -> str:
+        header_path = os.path.join(repo_root, "src", "realize", header)
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None or not os.path.isfile(header_path):
+            pytest.skip(f"needs a C compiler and src/realize/{header}")
+        lib = tmp_path / name
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header_path), source,
+                        "-o", str(lib), *libs], check=True)
+        return str(lib)
+    return build
+
+
+@pytest.fixture
+def attention_library(build_c_library) -> str:
     """tests/python/fake_attention.c built as a shared library; returns its path."""
-    header = os.path.join(repo_root, "src", "realize", "attention_abi.h")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or not os.path.isfile(header):
-        pytest.skip("needs a C compiler and src/realize/attention_abi.h")
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_attention.c")
-    lib = tmp_path / "libfake_attention.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header), src,
-                    "-o", str(lib), "-lm"], check=True)
-    return str(lib)
+    return build_c_library("attention_abi.h", src, "libfake_attention.so", ("-lm",))

@@ -45,6 +45,19 @@ extern "C" const char* gk_name(void) { return "naive_cuda_gemm_f32_tn"; }
 """
 
 
+def _nvcc_library(tmp_path, repo_root: str, source: str, name: str, lib) -> None:
+    """Writes CUDA `source` to tmp_path/name and compiles it against src/realize's ABI
+    headers into the shared library `lib`; skips the test without nvcc."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.isfile(nvcc):
+        pytest.skip("needs nvcc")
+    src = tmp_path / name
+    src.write_text(source)
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
+                    "-I", os.path.join(repo_root, "src", "realize"), str(src),
+                    "-o", str(lib)], check=True)
+
+
 class _Linear(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -55,16 +68,9 @@ class _Linear(torch.nn.Module):
 
 
 def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.path.isfile(nvcc):
-        pytest.skip("needs nvcc")
-    src = tmp_path / "k.cu"
-    src.write_text(_CUDA_KERNEL)
     art = tmp_path / "artifact"
     art.mkdir()
-    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
-                    "-I", os.path.join(repo_root, "src", "realize"), str(src),
-                    "-o", str(art / "libfact_kernels.so")], check=True)
+    _nvcc_library(tmp_path, repo_root, _CUDA_KERNEL, "k.cu", art / "libfact_kernels.so")
     model = _Linear().cuda()
     x = torch.randn(64, 256, device="cuda")
     write_graph(export(model, [x]), art / "graph.json")
@@ -141,15 +147,8 @@ def test_attention_abi_on_device(tmp_path, repo_root: str) -> None:
     # minGPT's block: q/k/v views of the projection read in place, O written at strides.o
     # into the [B, T, C] output, on a side stream; then traced by torch.compile.
     from attention_cases import MinGptAttention, mingpt_artifact
-    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-    if not os.path.isfile(nvcc):
-        pytest.skip("needs nvcc")
-    src = tmp_path / "attn.cu"
-    src.write_text(_CUDA_ATTENTION)
     lib = tmp_path / "libattn.so"
-    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
-                    "-I", os.path.join(repo_root, "src", "realize"), str(src),
-                    "-o", str(lib)], check=True)
+    _nvcc_library(tmp_path, repo_root, _CUDA_ATTENTION, "attn.cu", lib)
     model = MinGptAttention().cuda()
     art, model = mingpt_artifact(tmp_path, str(lib), model=model)
     fm = load(art, model)

@@ -7,7 +7,6 @@ import ctypes
 import json
 import os
 import shutil
-import subprocess
 
 import pytest
 import torch
@@ -167,17 +166,10 @@ class _Linear(nn.Module):
 
 
 @pytest.fixture
-def fake_library(tmp_path, repo_root: str) -> str:
-    header = os.path.join(repo_root, "src", "realize", "kernel_abi.h")
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None or not os.path.isfile(header):
-        pytest.skip("needs a C compiler and src/realize/kernel_abi.h")
+def fake_library(tmp_path, build_c_library) -> str:
     src = tmp_path / "fake.c"
     src.write_text(_FAKE_KERNEL)
-    lib = tmp_path / "libfake.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-I", os.path.dirname(header),
-                    str(src), "-o", str(lib)], check=True)
-    return str(lib)
+    return build_c_library("kernel_abi.h", str(src), "libfake.so")
 
 
 def _cutlass_artifact(tmp_path, lib: str, beta: float = 1.0,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 
 #include "realize/attention_candidates.h"
@@ -116,6 +117,24 @@ const CandidateOutcome& outcome(const std::vector<CandidateOutcome>& out, const 
   throw std::runtime_error("no candidate " + name);
 }
 
+// Verifies and times the built kernel `b` of `p` (tf32 policy) next to copies of it broken
+// each way in `hows`, after the vendor bound when `with_vendor` (2 warm-up runs, 20 trials,
+// verbose); `verification` gets the log.
+std::vector<CandidateOutcome> verify_with_broken(const AttentionProblem& p, const BuildResult& b,
+                                                 std::initializer_list<Broken::How> hows, const GpuInfo& info,
+                                                 nlohmann::json& verification, bool with_vendor = false) {
+  std::string why;
+  const auto family = attention_family(p, Precision::tf32, why);
+  std::vector<std::unique_ptr<AttentionCandidate>> cands;
+  if (with_vendor) cands.push_back(make_attention_vendor_bound(p, Precision::tf32));
+  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
+  for (auto how : hows) {
+    cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name), how, p));
+  }
+  GpuContext gpu(info);
+  return verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+}
+
 }  // namespace
 
 TEST(AttentionGpu, RealKernelPassesAndBrokenOnesAreQuarantined) {
@@ -124,17 +143,9 @@ TEST(AttentionGpu, RealKernelPassesAndBrokenOnesAreQuarantined) {
   const AttentionProblem p = mingpt_causal();
   const BuildResult b = build_one(p, Precision::tf32);
   ASSERT_TRUE(b.ok);
-  std::string why;
-  const auto family = attention_family(p, Precision::tf32, why);
-  std::vector<std::unique_ptr<AttentionCandidate>> cands;
-  cands.push_back(make_attention_vendor_bound(p, Precision::tf32));
-  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
-  for (auto how : {Broken::nothing, Broken::zeros, Broken::guard_write}) {
-    cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name), how, p));
-  }
-  GpuContext gpu(*s.gpu);
   nlohmann::json verification;
-  const auto out = verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+  const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::zeros, Broken::guard_write}, *s.gpu,
+                                      verification, /*with_vendor=*/true);
   const auto& vendor = outcome(out, "vendor");
   EXPECT_EQ(vendor.status, "ok") << vendor.reason;
   EXPECT_FALSE(vendor.verified);
@@ -158,15 +169,8 @@ TEST(AttentionGpu, MaskedRowsAreNaNAndAWrongScaleFails) {
   const AttentionProblem p = gqa_additive_bf16();
   const BuildResult b = build_one(p, Precision::tf32);
   ASSERT_TRUE(b.ok);
-  std::string why;
-  const auto family = attention_family(p, Precision::tf32, why);
-  std::vector<std::unique_ptr<AttentionCandidate>> cands;
-  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
-  cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name),
-                                           Broken::double_scale, p));
-  GpuContext gpu(*s.gpu);
   nlohmann::json verification;
-  const auto out = verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+  const auto out = verify_with_broken(p, b, {Broken::double_scale}, *s.gpu, verification);
   EXPECT_EQ(outcome(out, b.name).status, "ok") << outcome(out, b.name).reason;
   const auto& wrong = outcome(out, b.name + "+broken3");
   EXPECT_EQ(wrong.status, "quarantined");
@@ -185,15 +189,8 @@ TEST(AttentionGpu, SdpaFormRowsWithEveryKeyRemovedAreZero) {
   p.form = "sdpa";  // the runtime sets FACT_ATTN_FLAG_EMPTY_ROW_ZERO
   const BuildResult b = build_one(p, Precision::tf32);
   ASSERT_TRUE(b.ok);
-  std::string why;
-  const auto family = attention_family(p, Precision::tf32, why);
-  std::vector<std::unique_ptr<AttentionCandidate>> cands;
-  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
-  cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name),
-                                           Broken::no_flags, p));
-  GpuContext gpu(*s.gpu);
   nlohmann::json verification;
-  const auto out = verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+  const auto out = verify_with_broken(p, b, {Broken::no_flags}, *s.gpu, verification);
   EXPECT_EQ(outcome(out, b.name).status, "ok") << outcome(out, b.name).reason;
   const auto& nan_rows = outcome(out, b.name + "+broken4");
   EXPECT_NE(nan_rows.reason.find("are not 0 (SDPA gives 0)"), std::string::npos) << nan_rows.reason;

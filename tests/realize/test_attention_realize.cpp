@@ -6,6 +6,7 @@
 
 #include "common/file_io.h"
 #include "realize/realize.h"
+#include "realize_options_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -25,14 +26,8 @@ json attention(json changes = json::object()) {
 json run(const std::string& name, const json& patterns, fact::Precision policy) {
   const fs::path dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
-  fs::create_directories(dir);
-  fact::write_file(dir / "plan.json", json{{"format", "fact.plan"}, {"version", 1}, {"patterns", patterns}}.dump());
-  fact::realize::RealizeOptions o;
-  o.plan = dir / "plan.json";
-  o.output = dir / "realized.json";
-  o.cache_dir = dir / "cache";
-  o.no_gpu = true;
-  o.jobs = 1;
+  fact::realize::RealizeOptions o =
+      fact::test::options_for(dir, json{{"format", "fact.plan"}, {"version", 1}, {"patterns", patterns}});
   o.policy = policy;
   EXPECT_EQ(fact::realize::run_realize(o), 0);
   const json r = json::parse(fact::read_file(dir / "realized.json"));

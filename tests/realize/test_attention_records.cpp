@@ -5,6 +5,7 @@
 
 #include "realize/gemm_space.h"
 #include "realize/tuning_records.h"
+#include "tuning_records_util.h"
 
 using namespace fact::realize;
 using nlohmann::json;
@@ -22,13 +23,8 @@ json problem() {
 }
 
 BuildResult built() {
-  BuildResult b;
-  b.name = kKernel;
+  BuildResult b = fact::test::built_here(kKernel, "k1");
   b.symbol = kKernel;
-  b.ok = true;
-  b.key = "k1";
-  b.object = "/here/kernel.o";
-  b.library = "/here/kernel.so";
   return b;
 }
 
@@ -48,13 +44,8 @@ fact::registry::TuningRecord record() {
 }  // namespace
 
 TEST(AttentionRecords, KeyDiffersByPolicyGpuAndProblem) {
-  GpuInfo h200{"NVIDIA H200", 9, 0, 132, 60u << 20, "13.0", "13.0"};
-  GpuInfo h100{"NVIDIA H100 80GB HBM3", 9, 0, 132, 50u << 20, "13.0", "13.0"};
-  GpuInfo a100{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 40u << 20, "13.0", "13.0"};
-  Toolchain tc;
-  tc.nvcc_version_text = "nvcc 13.0.88";
-  tc.cutlass_version = "4.2.0";
-  tc.compile_flags = {"-O3", "-DNDEBUG"};
+  const GpuInfo h200 = fact::test::h200(), h100 = fact::test::h100(), a100 = fact::test::a100();
+  const Toolchain tc = fact::test::key_toolchain();
   const auto k = tuning_key(problem(), h200, tc, fact::Precision::tf32).digest();
   EXPECT_NE(k, tuning_key(problem(), h200, tc, fact::Precision::bf16).digest());
   EXPECT_NE(k, tuning_key(problem(), h200, tc, fact::Precision::fp32).digest());

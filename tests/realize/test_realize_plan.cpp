@@ -6,23 +6,11 @@
 #include "common/error.h"
 #include "common/file_io.h"
 #include "realize/realize.h"
+#include "realize_options_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
-fact::realize::RealizeOptions options_for(const fs::path& dir, const json& plan) {
-  fs::create_directories(dir);
-  fact::write_file(dir / "plan.json", plan.dump());
-  fact::realize::RealizeOptions o;
-  o.plan = dir / "plan.json";
-  o.output = dir / "realized.json";
-  o.cache_dir = dir / "cache";
-  o.no_gpu = true;
-  o.jobs = 1;
-  return o;
-}
-}  // namespace
+using fact::test::options_for;
 
 TEST(RealizePlan, PatternWithoutProblemIsSkippedNotFatal) {
   const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-1";

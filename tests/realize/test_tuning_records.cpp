@@ -4,6 +4,7 @@
 
 #include "realize/gemm_space.h"
 #include "realize/tuning_records.h"
+#include "tuning_records_util.h"
 
 using namespace fact::realize;
 namespace registry = fact::registry;
@@ -27,15 +28,7 @@ registry::TuningRecord stored() {
   return r;
 }
 
-BuildResult built_here() {
-  BuildResult b;
-  b.name = kWinner;
-  b.ok = true;
-  b.key = "abc";
-  b.object = "/here/kernel.o";
-  b.library = "/here/kernel.so";
-  return b;
-}
+BuildResult built_here() { return fact::test::built_here(kWinner, "abc"); }
 
 }  // namespace
 
@@ -106,12 +99,8 @@ TEST(TuningRecords, VendorWinnerNeedsNoBuild) {
 }
 
 TEST(TuningRecords, KeySeparatesPolicyAndGpuAndRecordRoundTrips) {
-  GpuInfo h200{"NVIDIA H200", 9, 0, 132, 60u << 20, "13.0", "13.0"};
-  GpuInfo a100{"NVIDIA A100-SXM4-80GB", 8, 0, 108, 40u << 20, "13.0", "13.0"};
-  Toolchain tc;
-  tc.nvcc_version_text = "nvcc 13.0.88";
-  tc.cutlass_version = "4.2.0";
-  tc.compile_flags = {"-O3", "-DNDEBUG"};
+  const GpuInfo h200 = fact::test::h200(), a100 = fact::test::a100();
+  const Toolchain tc = fact::test::key_toolchain();
   const json problem{{"kind", "gemm"}, {"m", 512}, {"n", 2048}, {"k", 1024}};
   const auto k = tuning_key(problem, h200, tc, fact::Precision::tf32);
   EXPECT_EQ(k.cc, "9.0");
