@@ -222,7 +222,7 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
     covered = sum(p["before_ms"] for p in counted)
     ids = ", ".join(p["id"] for p in counted) or "none"
     text = (f"- Coverage: {cov:.1%} of the eager time under `{policy}` is now in FACT kernels: "
-            f"the vendor time of the cutlass patterns ({ids}: {_ms(covered)} ms) over the "
+            f"the time before FACT of the cutlass patterns ({ids}: {_ms(covered)} ms) over the "
             f"eager module time ({_ms(eager_ms)} ms)")
     if eager_ms and covered > eager_ms:
         text += ", capped at 100 % (per-pattern times are measured outside the module)"
@@ -234,10 +234,10 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
     if pats:
         lines += ["", "Per pattern: before is the fastest verified vendor candidate `factc "
                   "realize` measured (for a fused pattern, the vendor GEMM plus its tail as ATen "
-                  "ops, one pass over D per node at the copy bandwidth; for an attention "
-                  "pattern, cuBLAS's two GEMMs alone, a lower bound of its ATen nodes), after "
+                  "ops, one pass over D per node at the copy bandwidth), or, for a pattern the "
+                  "ATen check timed in the module (attention), its own ATen nodes there; after "
                   "is the chosen candidate's time.", "",
-                  "| pattern | nodes | impl | kernel | before ms (vendor) | after ms (chosen) "
+                  "| pattern | nodes | impl | kernel | before ms | after ms (chosen) "
                   "| speedup |", "|---|---|---|---|---|---|---|"]
         for p in pats:
             kernel = f"`{p['kernel']}`" if p["kernel"] else "ATen"

@@ -160,8 +160,14 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
           log["dead_rows_total"] = cov.dead_rows;
           const double max_rel = st.max_abs_ref > 0 ? st.max_abs_err / st.max_abs_ref : INFINITY;
           const double fro_rel = st.sum_sq_ref > 0 ? std::sqrt(st.sum_sq_err / st.sum_sq_ref) : INFINITY;
-          oc.max_rel_err = std::max(oc.max_rel_err, max_rel);
-          oc.fro_rel_err = std::max(oc.fro_rel_err, fro_rel);
+          // The reported errors are those of the moderate draws: on the peaky (x30) and
+          // near-zero draws a relative error measures ties and cancellation, not the kernel
+          // (every draw is held to its per-element bound all the same; the log has each).
+          log["max_rel_err"][oc.kernel] = max_rel;
+          if (draw.moderate) {
+            oc.max_rel_err = std::max(oc.max_rel_err, max_rel);
+            oc.fro_rel_err = std::max(oc.fro_rel_err, fro_rel);
+          }
           if (st.max_abs_ref > 0) oc.tolerance = std::max(oc.tolerance, st.max_bound / st.max_abs_ref);
           worst_ratio[i] = std::max(worst_ratio[i], st.max_bound_ratio);
           const unsigned long long outside = cov.buffer_not_nan - std::min(cov.buffer_not_nan, cov.written);

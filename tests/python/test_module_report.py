@@ -120,7 +120,7 @@ def test_module_section_is_appended_after_compose_content(tmp_path) -> None:
     assert "- Speedup vs eager under `tf32`: 1.25x" in module
     assert "- Speedup vs torch.compile (default mode, same policy): 1.12x" in module
     assert ("- Coverage: 60.0% of the eager time under `tf32` is now in FACT kernels: the "
-            "vendor time of the cutlass patterns (p0, p1: 3.0000 ms) over the eager module "
+            "time before FACT of the cutlass patterns (p0, p1: 3.0000 ms) over the eager module "
             "time (5.0000 ms)\n") in module
     assert "| p0 | linear | cutlass | `k0` | 2.0000 | 1.6000 | 1.25x |" in module
     assert "| p1 | mm, add, relu | cutlass | `k1_evt` (fused tail) | 1.0000 | 0.5000 | 2.00x |" \
