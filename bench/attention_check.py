@@ -26,6 +26,9 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+
+from fact.abi import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
 TEMPLATE = ROOT / "src/realize/templates/attention_sm80.cu.in"
 ABI = ROOT / "src/realize/attention_abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
@@ -63,14 +66,6 @@ def build(cfg: tuple, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path,
     if r.returncode != 0:
         raise RuntimeError(f"{name}: nvcc failed:\n{log[-3000:]}")
     return name, lib, time.time() - t0, log
-
-
-class Args(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_int64) for n in ("batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim")] + [
-        f for op in ("q", "k", "v", "o", "mask")
-        for f in ((op, ctypes.c_void_p), (f"{op}_batch_stride", ctypes.c_int64),
-                  (f"{op}_head_stride", ctypes.c_int64), (f"{op}_row_stride", ctypes.c_int64))
-    ] + [("scale", ctypes.c_float), ("reserved", ctypes.c_int32)]
 
 
 def main() -> int:
@@ -123,24 +118,11 @@ def run_gpu(configs, built, opts) -> int:
     import torch
     import torch.nn.functional as F
 
+    from fact.bench import time_variants
+
     torch.manual_seed(0)
     dev = "cuda"
     rows = []
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=dev)
-
-    def timed(fn, trials):
-        times = []
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        for _ in range(trials):
-            flush.add_(1.0)
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(); fn(); e.record()
-            torch.cuda.synchronize()
-            times.append(s.elapsed_time(e))
-        times.sort()
-        return times[len(times) // 2], times[0], times[-1]
 
     def problem(cfg):
         math_, io, d, mask, bm, bn, mb = cfg
@@ -162,9 +144,9 @@ def run_gpu(configs, built, opts) -> int:
         name = kernel_name(*cfg)
         lib = ctypes.CDLL(str(built[cfg]))
         run = getattr(lib, f"{name}_run")
-        run.argtypes = [ctypes.POINTER(Args), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        run.argtypes = [ctypes.POINTER(FactAttentionArgs), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
         can = getattr(lib, f"{name}_can_implement")
-        can.argtypes = [ctypes.POINTER(Args)]
+        can.argtypes = [ctypes.POINTER(FactAttentionArgs)]
         B, H, T, D = problem(cfg)
         HK = 8 if D == 128 else H  # head dim 128: grouped-query attention, 4 query heads per KV head
         C = H * D
@@ -187,7 +169,7 @@ def run_gpu(configs, built, opts) -> int:
         o = out.transpose(1, 2)  # [B, H, T, D] view of the merged layout
 
         def args_for(mask_t):
-            a = Args(batch=B, heads=H, kv_heads=HK, seq_q=T, seq_k=T, head_dim=D,
+            a = FactAttentionArgs(batch=B, heads=H, kv_heads=HK, seq_q=T, seq_k=T, head_dim=D,
                      q=q.data_ptr(), q_batch_stride=q.stride(0), q_head_stride=q.stride(1), q_row_stride=q.stride(2),
                      k=k.data_ptr(), k_batch_stride=k.stride(0), k_head_stride=k.stride(1), k_row_stride=k.stride(2),
                      v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1), v_row_stride=v.stride(2),
@@ -287,22 +269,10 @@ def run_gpu(configs, built, opts) -> int:
                                                                   scale=scale).transpose(1, 2).contiguous()
             cand["compile"] = torch.compile(eager)
         flops = 4 * B * H * T * T * D * (0.5 if mask == "causal" else 1.0)
-        times = {n: [] for n in cand}
-        for n, fn in cand.items():
-            for _ in range(2):
-                fn()
-        torch.cuda.synchronize()
-        for _ in range(opts.trials):
-            for n, fn in cand.items():
-                flush.add_(1.0)
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record(); fn(); e.record()
-                torch.cuda.synchronize()
-                times[n].append(s.elapsed_time(e))
-        for n, ts in times.items():
-            ts.sort()
-            res[f"{n}_ms"] = ts[len(ts) // 2]
-            res[f"{n}_spread_ms"] = [ts[0], ts[-1]]
+        # The project's protocol (fact.bench): warm-up, L2 flush, alternating, median.
+        for n, t in time_variants(cand, trials=opts.trials).items():
+            res[f"{n}_ms"] = t.median_ms
+            res[f"{n}_spread_ms"] = t.spread()
         res["fact_tflops"] = flops / res["fact_ms"] / 1e9
         rows.append(res)
         print(json.dumps(res), flush=True)
