@@ -220,13 +220,7 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
   for (size_t i : live) timed.push_back([&, i] { cands[i]->run(args, gpu); });
   fill(Distribution::Normal, 1.0, kTimingSeed);
   const std::vector<TrialStats> times = time_alternating(timed, gpu, warmup, trials);
-  for (size_t j = 0; j < live.size(); ++j) {
-    auto& oc = out[live[j]];
-    oc.trials = times[j].trials;
-    oc.min_ms = times[j].min_ms;
-    oc.max_ms = times[j].max_ms;
-    oc.median_ms = times[j].median_ms;
-  }
+  for (size_t j = 0; j < live.size(); ++j) record_times(out[live[j]], times[j]);
   return out;
 }
 

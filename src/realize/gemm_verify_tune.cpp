@@ -181,13 +181,7 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
   fill_random(a.get(), p.dtype_a, int64_t(ea), 0x7157, Distribution::Normal, 1.0, s);
   fill_random(b.get(), p.dtype_b, int64_t(eb), 0x7158, Distribution::Normal, 1.0, s);
   const std::vector<TrialStats> times = time_alternating(timed, gpu, warmup, trials);
-  for (size_t j = 0; j < live.size(); ++j) {
-    auto& o = out[live[j]];
-    o.trials = times[j].trials;
-    o.min_ms = times[j].min_ms;
-    o.max_ms = times[j].max_ms;
-    o.median_ms = times[j].median_ms;
-  }
+  for (size_t j = 0; j < live.size(); ++j) record_times(out[live[j]], times[j]);
   if (timed.size() > live.size()) {
     const double pass_ms = times.back().median_ms;
     // FACT's tail pass is an interpreter, several times slower than a memory pass; an ATen

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "realize/gemm_candidates.h"
+#include "realize/timing.h"
 
 namespace fact::realize {
 
@@ -24,6 +25,14 @@ struct CandidateOutcome {
   std::string note;         // how the time was formed, when it is not the run's alone
   bool verified = true;     // false: a time only (a lower bound computing no output), no error figures
 };
+
+/// Records one candidate's trial times (time_alternating's) in its outcome.
+inline void record_times(CandidateOutcome& o, const TrialStats& t) {
+  o.trials = t.trials;
+  o.min_ms = t.min_ms;
+  o.max_ms = t.max_ms;
+  o.median_ms = t.median_ms;
+}
 
 /// Prepares one candidate (GEMM or attention) for `args` and records it in `o`: a non-empty
 /// reason from prepare() quarantines it, and o.workspace_bytes is read either way; an
