@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "discover/epilogue.h"
+#include "discover/idiom.h"
 #include "discover/registry.h"
 
 namespace fact::cli {
@@ -19,6 +20,10 @@ void add_rules_command(CLI::App& app) {
                  "  tests: tests/golden/discover/epilogue_*.txt, tests/realize/test_evt_codegen.cpp\n  ops:\n";
     for (const discover::EpilogueOp& op : discover::epilogue_ops())
       std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
+    std::cout << "  idioms (written-out forms computed as one op; src/discover/idioms/):\n";
+    for (const discover::Idiom& i : discover::epilogue_idioms())
+      std::cout << fmt::format("    {:<26} -> {:<8} {} ({} forms; tests: {})\n", i.name, i.op, i.meaning,
+                               i.forms.size(), i.tests);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/cost_model.h"
+#include "discover/idiom.h"
 #include "graph/text.h"
 
 namespace fact::discover {
@@ -172,7 +173,25 @@ class Builder {
     return "";
   }
 
+  // The idiom rooted at `n` whose argument and inner nodes are all in the tail, or nullopt.
+  std::optional<Expr> idiom(const Node& n) const {
+    for (const Idiom& idiom : epilogue_idioms()) {
+      for (const PatternExpr& form : idiom.forms) {
+        for (const PatternMatch& m : match_all(g_, form, n)) {
+          auto x = m.values.find("x");
+          if (x == m.values.end() || !exprs_.count(x->second)) continue;
+          const bool inner_in_tail = std::all_of(m.nodes.begin(), m.nodes.end() - 1, [&](const Node* inner) {
+            return exprs_.count(inner->outputs[0].name) > 0;
+          });
+          if (inner_in_tail) return call(std::string(idiom.op), {exprs_.at(x->second)});
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   Expr expression(const Node& n) {
+    if (auto e = idiom(n)) return *e;
     const std::string& op = n.op;
     auto x = [&] { return operand(n, n.args.at(0)); };
     auto y = [&] { return operand(n, n.args.at(1)); };
@@ -249,7 +268,7 @@ const std::vector<EpilogueOp>& epilogue_ops() {
       {"aten.relu.default", "relu", K::unary, "F.relu"},
       {"aten.leaky_relu.default", "leaky_relu", K::leaky_relu, "F.leaky_relu(x, slope)"},
       {"aten.gelu.default", "gelu", K::gelu, "F.gelu (erf; approximate='tanh' -> gelu_tanh)"},
-      {"aten.silu.default", "silu", K::unary, "F.silu (Swish); x * sigmoid(x) is found as written"},
+      {"aten.silu.default", "silu", K::unary, "F.silu (Swish); x * sigmoid(x) written out is the silu_written_out idiom"},
       {"aten.sigmoid.default", "sigmoid", K::unary, "torch.sigmoid"},
       {"aten.tanh.default", "tanh", K::unary, "torch.tanh"},
       {"aten.mish.default", "mish", K::unary, "F.mish"},

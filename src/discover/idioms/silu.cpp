@@ -1,0 +1,13 @@
+// Swish written out: x * sigmoid(x), in either order -> silu(x).
+#include "discover/idioms/idioms.h"
+
+namespace fact::discover::idioms {
+
+Idiom silu_written_out() {
+  const PatternExpr x = capture("x");
+  return {"silu_written_out", "x * torch.sigmoid(x) (either order): F.silu, Swish", "silu",
+          {op(mul_ops(), {x, op({"aten.sigmoid.default"}, {x})}).commutative()},
+          "tests/discover/test_idioms.cpp, tests/golden/discover/epilogue_g_*, epilogue_h_*"};
+}
+
+}  // namespace fact::discover::idioms

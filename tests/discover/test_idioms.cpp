@@ -1,0 +1,111 @@
+// Epilogue idioms (src/discover/idioms/): the written-out forms become one op of the
+// tail's expression; near misses keep the ops as written.
+#include <gtest/gtest.h>
+
+#include "discover/epilogue.h"
+#include "discover/idiom.h"
+#include "graph/text.h"
+
+namespace fact::discover {
+namespace {
+
+// The expression of the tail after %mm = a @ w (f32[16,8]); `body` computes %out from %mm.
+std::string tail_expr(const std::string& body) {
+  const std::string text =
+      "graph G {\n  input %a : f32[16,32]{32,1}\n  input %w : f32[32,8]{8,1}\n"
+      "  %mm : f32[16,8]{8,1} = aten.mm.default(%a, %w)\n" +
+      body + "  output (%out)\n}\n";
+  const graph::Graph g = graph::parse_text(text);
+  const graph::GraphIndex index(g);
+  EpilogueSearch s = find_epilogue(index, "mm");
+  if (!s.epilogue) return "none: " + s.stop;
+  EXPECT_EQ(s.epilogue->output, "out");
+  return s.epilogue->expr;
+}
+
+constexpr const char* kT = " : f32[16,8]{8,1} = ";
+
+std::string line(const std::string& name, const std::string& rhs) { return "  %" + name + kT + rhs + "\n"; }
+
+TEST(Idioms, SwishWrittenEitherWayIsSilu) {
+  EXPECT_EQ(tail_expr(line("s", "aten.sigmoid.default(%mm)") + line("out", "aten.mul.Tensor(%mm, %s)")), "silu(acc)");
+  EXPECT_EQ(tail_expr(line("s", "aten.sigmoid.default(%mm)") + line("out", "aten.mul.Tensor(%s, %mm)")), "silu(acc)");
+  // Over a tail value: x = acc + 1 is read once.
+  EXPECT_EQ(tail_expr(line("x", "aten.add.Tensor(%mm, 1.0)") + line("s", "aten.sigmoid.default(%x)") +
+                      line("out", "aten.mul.Tensor(%s, %x)")),
+            "silu(add(acc, 1.0))");
+}
+
+TEST(Idioms, NewGeluIsGeluTanhInEveryWrittenOrder) {
+  const std::string inner = line("p", "aten.pow.Tensor_Scalar(%mm, 3.0)") + line("c", "aten.mul.Tensor(%p, 0.044715)") +
+                            line("s", "aten.add.Tensor(%mm, %c)") + line("u", "aten.mul.Tensor(%s, 0.7978845608028654)") +
+                            line("t", "aten.tanh.default(%u)") + line("one", "aten.add.Tensor(%t, 1.0)");
+  // minGPT: 0.5 * x * (1 + tanh(...)).
+  EXPECT_EQ(tail_expr(line("h", "aten.mul.Tensor(%mm, 0.5)") + inner + line("out", "aten.mul.Tensor(%h, %one)")),
+            "gelu_tanh(acc)");
+  // x * (1 + tanh(...)) * 0.5, x * (0.5 * (1 + tanh(...))), x * (1 + tanh(...)) / 2.
+  EXPECT_EQ(tail_expr(inner + line("xo", "aten.mul.Tensor(%mm, %one)") + line("out", "aten.mul.Tensor(%xo, 0.5)")),
+            "gelu_tanh(acc)");
+  EXPECT_EQ(tail_expr(inner + line("ho", "aten.mul.Tensor(%one, 0.5)") + line("out", "aten.mul.Tensor(%mm, %ho)")),
+            "gelu_tanh(acc)");
+  EXPECT_EQ(tail_expr(inner + line("xo", "aten.mul.Tensor(%one, %mm)") + line("out", "aten.div.Tensor(%xo, 2.0)")),
+            "gelu_tanh(acc)");
+  // x^3 written as x * x * x, and sqrt(2/pi) to 7 digits.
+  const std::string cubed = line("xx", "aten.mul.Tensor(%mm, %mm)") + line("p", "aten.mul.Tensor(%xx, %mm)") +
+                            line("c", "aten.mul.Tensor(%p, 0.044715)") + line("s", "aten.add.Tensor(%c, %mm)") +
+                            line("u", "aten.mul.Tensor(%s, 0.7978846)") + line("t", "aten.tanh.default(%u)") +
+                            line("one", "aten.add.Tensor(%t, 1.0)");
+  EXPECT_EQ(tail_expr(line("h", "aten.mul.Tensor(%mm, 0.5)") + cubed + line("out", "aten.mul.Tensor(%h, %one)")),
+            "gelu_tanh(acc)");
+}
+
+TEST(Idioms, GeluWrittenWithErfIsGelu) {
+  EXPECT_EQ(tail_expr(line("d", "aten.div.Tensor(%mm, 1.4142135623730951)") + line("e", "aten.erf.default(%d)") +
+                      line("one", "aten.add.Tensor(%e, 1.0)") + line("h", "aten.mul.Tensor(%mm, 0.5)") +
+                      line("out", "aten.mul.Tensor(%h, %one)")),
+            "gelu(acc)");
+  EXPECT_EQ(tail_expr(line("d", "aten.mul.Tensor(%mm, 0.7071067811865476)") + line("e", "aten.erf.default(%d)") +
+                      line("one", "aten.add.Tensor(%e, 1.0)") + line("xo", "aten.mul.Tensor(%mm, %one)") +
+                      line("out", "aten.mul.Tensor(%xo, 0.5)")),
+            "gelu(acc)");
+}
+
+TEST(Idioms, NearMissesKeepTheOpsAsWritten) {
+  // A different constant: not GELU (0.8 for sqrt(2/pi)).
+  const std::string wrong = line("p", "aten.pow.Tensor_Scalar(%mm, 3.0)") + line("c", "aten.mul.Tensor(%p, 0.044715)") +
+                            line("s", "aten.add.Tensor(%mm, %c)") + line("u", "aten.mul.Tensor(%s, 0.8)") +
+                            line("t", "aten.tanh.default(%u)") + line("one", "aten.add.Tensor(%t, 1.0)") +
+                            line("h", "aten.mul.Tensor(%mm, 0.5)") + line("out", "aten.mul.Tensor(%h, %one)");
+  EXPECT_EQ(tail_expr(wrong), "mul(mul(acc, 0.5), add(tanh(mul(add(acc, mul(pow(acc, 3.0), 0.044715)), 0.8)), 1.0))");
+  // x * sigmoid(y) with y another value of the tail.
+  EXPECT_EQ(tail_expr(line("y", "aten.add.Tensor(%mm, 1.0)") + line("s", "aten.sigmoid.default(%y)") +
+                      line("out", "aten.mul.Tensor(%mm, %s)")),
+            "mul(acc, sigmoid(add(acc, 1.0)))");
+  // alpha on the add: erf(...) + 2 * 1.0 is not 1 + erf(...).
+  EXPECT_EQ(tail_expr(line("d", "aten.div.Tensor(%mm, 1.4142135623730951)") + line("e", "aten.erf.default(%d)") +
+                      line("one", "aten.add.Tensor(%e, 1.0, alpha=2)") + line("h", "aten.mul.Tensor(%mm, 0.5)") +
+                      line("out", "aten.mul.Tensor(%h, %one)")),
+            "mul(mul(acc, 0.5), add(erf(div(acc, 1.4142135623730951)), mul(1.0, 2.0)))");
+}
+
+TEST(Idioms, AValueInsideAnIdiomReadElsewhereInTheTailKeepsItsExpression) {
+  // sigmoid(x) is read by the swish and by the add: the swish becomes silu, the add still
+  // reads sigmoid(acc).
+  EXPECT_EQ(tail_expr(line("s", "aten.sigmoid.default(%mm)") + line("m", "aten.mul.Tensor(%mm, %s)") +
+                      line("out", "aten.add.Tensor(%m, %s)")),
+            "add(silu(acc), sigmoid(acc))");
+}
+
+TEST(Idioms, EveryIdiomHasFormsAMeaningAndAKnownOp) {
+  ASSERT_GE(epilogue_idioms().size(), 3u);
+  for (const Idiom& i : epilogue_idioms()) {
+    EXPECT_FALSE(i.forms.empty()) << i.name;
+    EXPECT_FALSE(i.meaning.empty()) << i.name;
+    bool known = false;
+    for (const EpilogueOp& op : epilogue_ops()) known |= op.name == i.op || (i.op == "gelu_tanh" && op.name == "gelu");
+    EXPECT_TRUE(known) << i.name << " becomes " << i.op;
+  }
+}
+
+}  // namespace
+}  // namespace fact::discover
