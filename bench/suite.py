@@ -1,8 +1,8 @@
 """Benchmark a suite of example problems with ``fact optimize`` and merge the results.
 
 Suites: ``skeleton`` (the four examples of examples/, each under its own policy),
-``gemm`` (examples/kernelbench_l1/: the GEMM problems of KernelBench level 1, each at
-``tf32`` and at ``fp32``), ``epilogue`` (examples/epilogue/: a GEMM followed by an
+``gemm`` (examples/kernelbench_l1/: the GEMM problems of KernelBench level 1, and
+examples/gemm_shapes/m8_linear.py, M = 8; each at ``tf32`` and at ``fp32``), ``epilogue`` (examples/epilogue/: a GEMM followed by an
 elementwise tail that FACT fuses into the kernel's epilogue, at ``tf32``) and ``attention``
 (examples/attention/: minGPT's causal self-attention, KernelBench L3-43, at ``tf32`` and
 ``bf16``; an SDPA call and grouped-query attention at ``tf32``). The epilogue and attention
@@ -58,7 +58,8 @@ _ATTENTION = [("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf
 SUITES: dict[str, list[tuple[str, str]]] = {
     "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
                  ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],
-    "gemm": [(f"kernelbench_l1/{n}", pol) for pol in ("tf32", "fp32") for n in _L1_GEMMS],
+    "gemm": [(f"kernelbench_l1/{n}", pol) for pol in ("tf32", "fp32") for n in _L1_GEMMS]
+            + [("gemm_shapes/m8_linear", pol) for pol in ("tf32", "fp32")],
     "epilogue": [(f"epilogue/{n}", "tf32") for n in _EPILOGUE],
     "attention": [(f"attention/{n}", pol) for n, pol in _ATTENTION],
 }

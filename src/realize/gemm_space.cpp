@@ -22,7 +22,10 @@ constexpr double kFp32Instructions = 33e12;  // H200 fp32 lanes: 128 per SM x 13
 
 // Layouts tf32 WGMMA can read as given (after staging): A row-major with B column-major
 // (both K-major), A row-major with B row-major (FACT transposes the problem, A^T then
-// goes through registers), both column-major (A goes through registers).
+// goes through registers), both column-major (A goes through registers). Not A
+// column-major with B row-major: CUTLASS's builder would run it with B transposed in
+// shared memory by the consumer warps (sm90_wgmma_transpose.hpp), which measured 0.525 ms
+// on the H200 for KernelBench #16 against 0.397 ms with A staged (docs/perf-notes.md, v7).
 bool tf32_direct_layouts(Layout a, Layout b) {
   return a == Layout::Row || b == Layout::Col;
 }

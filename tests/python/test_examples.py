@@ -243,3 +243,11 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
     assert seen == [("attention/L3-43_mingpt_attention", "tf32", True),
                     ("attention/L3-43_mingpt_attention", "bf16", True),
                     ("attention/L3-43_mingpt_attention", "fp32", True)]
+
+
+def test_m8_linear_is_one_linear_with_eight_rows(examples_dir: str) -> None:
+    problem = load_problem(os.path.join(examples_dir, "gemm_shapes", "m8_linear.py"))
+    assert [list(x.shape) for x in problem.inputs] == [[8, 4096]]
+    g = export(problem.model, problem.inputs)
+    assert [n["op"] for n in g["nodes"]] == ["aten.linear.default"]
+    assert g["nodes"][-1]["outputs"][0]["type"]["shape"] == [8, 4096]
