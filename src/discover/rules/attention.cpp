@@ -74,7 +74,8 @@ nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& 
     if (size != want && size != 1) fail("does not broadcast to");
     s[off + i] = size == 1 ? 0 : m.strides[i];
   }
-  if (m.rank() == 0 || m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
+  if (m.rank() == 0 || (tk != 1 && m.shape.back() == 1)) fail("is broadcast along the keys of");
+  if (m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
   if (rank == 4) return {s[0], s[1], s[2]};
   return {s[0], 0, s[1]};
 }
