@@ -15,6 +15,7 @@ the tail's external inputs ``c0``.. in ``epi``.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from typing import Callable, Sequence
@@ -160,6 +161,8 @@ class KernelBinding:
                 continue
             if t.device.type != self.device_type:
                 return f"{name} is on {t.device}, the kernel runs on {self.device_type}"
+            if t.device != inputs[0].device:
+                return f"{name} is on {t.device}, {self.input_names[0]} on {inputs[0].device}"
             if DTYPE_NAMES.get(t.dtype) != want["dtype"]:
                 return f"{name} has dtype {t.dtype}, the plan assumed {want['dtype']}"
             if list(t.shape) != want["shape"]:
@@ -186,36 +189,12 @@ class KernelBinding:
             self.recorded_inputs, self.record_inputs = list(inputs), False
         reason = self.mismatch(inputs)
         if not reason:
-            device = inputs[0].device
-            out = torch.empty(self.out_type["shape"],
-                              dtype=DTYPE_BY_NAME[self.out_type["dtype"]], device=device)
-            args = self.args(inputs, out)
-            fns = self.functions
-            assert fns is not None
-            key = bytes(args)
-            if self._accepted is not None and self._accepted[0] == key:
-                ws_bytes = self._accepted[1]
-            elif (code := fns.can_implement(ctypes.byref(args))) != 0:
-                meaning = self.abi.error_text(code)
-                reason = (f"can_implement rejected the arguments (code {code}"
-                          + (f": {meaning})" if meaning else ")"))
-            else:
-                ws_bytes = max(int(fns.workspace_bytes(ctypes.byref(args))),
-                               int(self.pattern.get("workspace_bytes", 0) or 0))
-                self._accepted = (key, ws_bytes)
+            # Launch on the inputs' GPU, whichever is current (the kernels use the current
+            # device, as CUDA does).
+            with torch.cuda.device(inputs[0].device) if inputs[0].device.type == "cuda" \
+                    else contextlib.nullcontext():
+                out, reason = self._launch(inputs)
             if not reason:
-                ws = (torch.empty(ws_bytes, dtype=torch.uint8, device=device)
-                      if ws_bytes > 0 else None)
-                stream = (torch.cuda.current_stream(device).cuda_stream
-                          if device.type == "cuda" else 0)
-                code = fns.run(ctypes.byref(args),
-                               ws.data_ptr() if ws is not None else None,
-                               ws_bytes, ctypes.c_void_p(stream))
-                if code != 0:
-                    meaning = self.abi.error_text(code)
-                    raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
-                                       f"{self.pattern['id']}) failed with code {code}"
-                                       + (f" ({meaning})" if meaning else ""))
                 return out
         self.fallbacks += 1
         self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
@@ -226,6 +205,38 @@ class KernelBinding:
         if any(t.untyped_storage().data_ptr() == storage for t in inputs):
             out = out.clone()
         return out
+
+    def _launch(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor | None, str]:
+        """Runs the kernel on ``inputs`` (on the current device): the output and "", or
+        None and the reason ``can_implement`` refused them. Raises RuntimeError as
+        :meth:`__call__` does."""
+        device = inputs[0].device
+        out = torch.empty(self.out_type["shape"],
+                          dtype=DTYPE_BY_NAME[self.out_type["dtype"]], device=device)
+        args = self.args(inputs, out)
+        fns = self.functions
+        assert fns is not None
+        key = bytes(args)
+        if self._accepted is not None and self._accepted[0] == key:
+            ws_bytes = self._accepted[1]
+        elif (code := fns.can_implement(ctypes.byref(args))) != 0:
+            meaning = self.abi.error_text(code)
+            return None, (f"can_implement rejected the arguments (code {code}"
+                          + (f": {meaning})" if meaning else ")"))
+        else:
+            ws_bytes = max(int(fns.workspace_bytes(ctypes.byref(args))),
+                           int(self.pattern.get("workspace_bytes", 0) or 0))
+            self._accepted = (key, ws_bytes)
+        ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) if ws_bytes > 0 else None
+        stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+        code = fns.run(ctypes.byref(args), ws.data_ptr() if ws is not None else None,
+                       ws_bytes, ctypes.c_void_p(stream))
+        if code != 0:
+            meaning = self.abi.error_text(code)
+            raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
+                               f"{self.pattern['id']}) failed with code {code}"
+                               + (f" ({meaning})" if meaning else ""))
+        return out, ""
 
 
 # ------------------------------------------------------------ custom op registry
