@@ -306,10 +306,22 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
       if (p.mask != MaskKind::none)
         reject(fmt::format("%{} is a second mask of the scores: the kernel applies one", n->name));
       const std::optional<double> fill = number(n->args[2]);
-      if (!fill || !std::isinf(*fill) || *fill > 0)
-        reject(fmt::format("%{} fills masked scores with {}, not -inf: the kernel removes masked keys "
-                           "(a fill of -inf)", n->name, graph::format_arg(n->args[2])));
+      // A finite fill (-1e9, torch.finfo(float32).min), times the scales after it, of at
+      // most kFiniteFill removes a key as -inf does: exp(fill - row max) is 0 in fp32 unless
+      // every kept score of the row is below kFiniteFill + 104. A causal row always keeps
+      // its diagonal, so this holds for causal masks only (a drop mask may empty a row,
+      // where eager averages and -inf gives NaN).
+      constexpr double kFiniteFill = -1e9;
+      const bool neg_inf = fill && std::isinf(*fill) && *fill < 0;
+      const bool finite_far = fill && std::isfinite(*fill) && *fill * p.scale <= kFiniteFill;
+      if (!neg_inf && !finite_far)
+        reject(fmt::format("%{} fills masked scores with {}, not -inf (or at most -1e9 on a causal mask): the "
+                           "kernel removes masked keys", n->name, graph::format_arg(n->args[2])));
       fill_mask(g, p, *n, *n->args[1].ref());
+      if (finite_far && p.mask != MaskKind::causal)
+        reject(fmt::format("%{} fills masked scores with {}: a finite fill is taken for -inf only on a proven "
+                           "causal mask (a row this mask empties would average in eager)",
+                           n->name, graph::format_arg(n->args[2])));
       next = *n->args[0].ref();
     } else if (n->op == "aten.add.Tensor" && n->args.size() == 2) {
       const Arg* alpha = n->kwarg("alpha");
