@@ -57,6 +57,12 @@ PatternExpr number_capture(std::string name) {
   return p;
 }
 
+PatternExpr none_arg() {
+  PatternExpr p;
+  p.kind = PatternExpr::Kind::none;
+  return p;
+}
+
 PatternExpr any_of(std::vector<PatternExpr> choices) {
   PatternExpr p;
   p.kind = PatternExpr::Kind::any_of;
@@ -108,6 +114,8 @@ class Matcher {
         out.m.numbers[p.name] = *v;
         return {out};
       }
+      case PatternExpr::Kind::none:
+        return a.is<graph::None>() ? std::vector<Partial>{in} : std::vector<Partial>{};
       case PatternExpr::Kind::any_of: {
         std::vector<Partial> out;
         for (const PatternExpr& choice : p.operands) {

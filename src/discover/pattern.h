@@ -8,6 +8,7 @@
 //     value (the DAG: x in x * sigmoid(x) is one value read twice);
 //   - a number: a scalar argument (int or float) equal to a constant within a relative
 //     tolerance, optionally bound to a name;
+//   - none: an argument that is None (an optional operand left out);
 //   - alternatives: the first of several patterns (e.g. x**3 as pow(x, 3) or x*x*x) that
 //     matches, each tried with backtracking.
 // Constraints beyond these are predicates on a matched op node (`where`).
@@ -29,9 +30,9 @@ namespace fact::discover {
 struct PatternMatch;
 
 /// One node of a pattern (see the header comment). Build with op(), capture(), number(),
-/// number_capture() and any_of().
+/// number_capture(), none_arg() and any_of().
 struct PatternExpr {
-  enum class Kind { op, capture, number, any_of };
+  enum class Kind { op, capture, number, none, any_of };
   Kind kind = Kind::capture;
   std::vector<std::string> ops;            // op: accepted ATen ops ("aten.mul.Tensor")
   std::vector<PatternExpr> operands;           // op: positional operands; any_of: the choices
@@ -57,6 +58,8 @@ PatternExpr number(double value, double rel_tol = 1e-6);
 /// Any number argument, bound to `name`.
 PatternExpr number_capture(std::string name);
 PatternExpr any_of(std::vector<PatternExpr> choices);
+/// An argument that is None.
+PatternExpr none_arg();
 
 /// What a match binds: captured values and numbers, and the graph nodes the op patterns
 /// matched (the match's interior and root), in graph order.

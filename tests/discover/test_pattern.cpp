@@ -142,5 +142,16 @@ TEST(PatternExpr, SingleUseNamesTheOutsideReader) {
   EXPECT_EQ(single_use_violation(k, *m), "");  // x itself is a capture, read freely
 }
 
+TEST(Pattern, NoneMatchesALeftOutOptionalOperand) {
+  const auto g0 = graph::parse_text(
+      "graph G {\n  input %x : f32[8,4]{4,1}\n  input %w : f32[2,4]{4,1}\n"
+      "  %a : f32[8,2]{2,1} = aten.linear.default(%x, %w, none)\n"
+      "  %b : f32[8,2]{2,1} = aten.linear.default(%x, %w, %x)\n  output (%a, %b)\n}\n");
+  const graph::GraphIndex g(g0);
+  const PatternExpr p = op({"aten.linear.default"}, {capture("x"), capture("w"), none_arg()});
+  EXPECT_TRUE(match_first(g, p, *g.producer("a")));
+  EXPECT_FALSE(match_first(g, p, *g.producer("b")));
+}
+
 }  // namespace
 }  // namespace fact::discover

@@ -2,7 +2,8 @@
 //   D[L,M,N] = alpha * A[L,M,K] · B[L,K,N] + beta * bias.
 //
 // Matches  aten.mm.default, aten.bmm.default, aten.addmm.default, aten.matmul.default,
-//          aten.linear.default (table and constraints: docs/03-rules.md).
+//          aten.linear.default: the forms in gemm_forms(), written as patterns
+//          (discover/pattern.h; table and constraints: docs/03-rules.md).
 // Meaning  torch.mm / torch.bmm / torch.addmm / torch.matmul / F.linear.
 // Family   cutlass.gemm: CUTLASS universal GEMM, fp32 accumulate.
 // Tests    tests/golden/discover/gemm_*.txt -> *.plan (run by tests/discover/golden_plan_test.cpp).
@@ -13,10 +14,12 @@
 #include <limits>
 #include <array>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "discover/pattern.h"
 #include "discover/rules/rules.h"
 
 namespace fact::discover::rules {
@@ -130,12 +133,6 @@ struct GemmInputs {
   double alpha = 1.0, beta = 1.0;
 };
 
-const std::string& tensor_arg(const Node& n, size_t i, const char* what) {
-  const std::string* r = i < n.args.size() ? n.args[i].ref() : nullptr;
-  if (!r) throw Reject{fmt::format("argument {} ({}) is not a tensor", i, what)};
-  return *r;
-}
-
 double scalar_kwarg(const Node& n, const char* key) {
   const Arg* a = n.kwarg(key);
   if (!a) return 1.0;
@@ -160,34 +157,59 @@ MatrixView matrix(const graph::GraphIndex& g, const std::string& value, const ch
 
 constexpr int64_t kAnyRank = 64;
 
-// Per op: which arguments are A, B and bias (docs/03-rules.md, the op table).
+// The forms the rule matches, as patterns (discover/pattern.h): which arguments are A, B
+// and bias, the ranks each takes, and whether B is read transposed (docs/03-rules.md, the
+// op table). addmm's alpha and beta are keyword arguments, read by inputs_of.
+struct GemmForm {
+  PatternExpr pattern;  // captures "a", "b" and optionally "bias"
+  int64_t a_min, a_max, b_min, b_max;
+  bool b_transposed;  // linear: w [N, K] read transposed is B [K, N]
+};
+
+const std::vector<GemmForm>& gemm_forms() {
+  static const std::vector<GemmForm> forms = [] {
+    const PatternExpr a = capture("a"), b = capture("b"), bias = capture("bias");
+    return std::vector<GemmForm>{
+        {op({"aten.mm.default"}, {a, b}), 2, 2, 2, 2, false},
+        {op({"aten.bmm.default"}, {a, b}), 3, 3, 3, 3, false},
+        {op({"aten.matmul.default"}, {a, b}), 2, kAnyRank, 2, kAnyRank, false},
+        {op({"aten.addmm.default"}, {bias, a, b}).allowing("alpha").allowing("beta"), 2, 2, 2, 2, false},
+        // x [..., K] is A with its leading dims as batch (folded into M when possible).
+        {op({"aten.linear.default"}, {a, b}), 2, kAnyRank, 2, 2, true},
+        {op({"aten.linear.default"}, {a, b, any_of({bias, none_arg()})}), 2, kAnyRank, 2, 2, true},
+        {op({"aten.linear.default"}, {a, b}).allowing("bias"), 2, kAnyRank, 2, 2, true},
+    };
+  }();
+  return forms;
+}
+
+const std::set<std::string>& gemm_ops() {
+  static const std::set<std::string> ops = [] {
+    std::set<std::string> s;
+    for (const GemmForm& f : gemm_forms()) s.insert(f.pattern.ops.begin(), f.pattern.ops.end());
+    return s;
+  }();
+  return ops;
+}
+
+// A, B and bias of `n` by the first form that matches it; nullopt for another op.
 std::optional<GemmInputs> inputs_of(const graph::GraphIndex& g, const Node& n) {
-  if (n.op == "aten.mm.default")
-    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 2, 2),
-                      matrix(g, tensor_arg(n, 1, "b"), "b", 2, 2)};
-  if (n.op == "aten.bmm.default")
-    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 3, 3),
-                      matrix(g, tensor_arg(n, 1, "b"), "b", 3, 3)};
-  if (n.op == "aten.matmul.default")
-    return GemmInputs{matrix(g, tensor_arg(n, 0, "a"), "a", 2, kAnyRank),
-                      matrix(g, tensor_arg(n, 1, "b"), "b", 2, kAnyRank)};
-  if (n.op == "aten.addmm.default")
-    return GemmInputs{matrix(g, tensor_arg(n, 1, "a"), "a", 2, 2),
-                      matrix(g, tensor_arg(n, 2, "b"), "b", 2, 2), tensor_arg(n, 0, "bias"),
-                      scalar_kwarg(n, "alpha"), scalar_kwarg(n, "beta")};
-  if (n.op == "aten.linear.default") {
-    // x [..., K] is A with its leading dims as batch (folded into M below when possible);
-    // w [N, K] read transposed is B [K, N].
-    GemmInputs in{matrix(g, tensor_arg(n, 0, "x"), "a", 2, kAnyRank),
-                  transposed(matrix(g, tensor_arg(n, 1, "w"), "b", 2, 2))};
-    const Arg* bias = n.args.size() > 2 ? &n.args[2] : n.kwarg("bias");
-    if (bias && !bias->is<graph::None>()) {
-      if (!bias->ref()) throw Reject{"bias is not a tensor"};
-      in.bias = *bias->ref();
+  if (!gemm_ops().count(n.op)) return std::nullopt;
+  for (const GemmForm& f : gemm_forms()) {
+    std::optional<PatternMatch> m = match_first(g, f.pattern, n);
+    if (!m) continue;
+    MatrixView b = matrix(g, m->values.at("b"), "b", f.b_min, f.b_max);
+    GemmInputs in{matrix(g, m->values.at("a"), "a", f.a_min, f.a_max), f.b_transposed ? transposed(b) : b};
+    if (auto it = m->values.find("bias"); it != m->values.end()) in.bias = it->second;
+    if (const Arg* kw = n.kwarg("bias"); kw && !kw->is<graph::None>()) {
+      if (!kw->ref()) throw Reject{"bias is not a tensor"};
+      in.bias = *kw->ref();
     }
+    in.alpha = scalar_kwarg(n, "alpha");
+    in.beta = scalar_kwarg(n, "beta");
     return in;
   }
-  return std::nullopt;
+  throw Reject{fmt::format("the arguments of {} are not the tensors its forms take (docs/03-rules.md)", n.op)};
 }
 
 bool gemm_dtype(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
