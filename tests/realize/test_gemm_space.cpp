@@ -291,7 +291,12 @@ TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
   EXPECT_NE(src.find("kSplit = 3;"), std::string::npos);
   EXPECT_NE(src.find("AlignmentD = 1;"), std::string::npos);
   EXPECT_NE(src.find("kStreamK = true"), std::string::npos);
-  EXPECT_NE(src.find(kernel_symbol(gemm_kernel_name(f, c)) + "_staging::stage_operand"), std::string::npos);
+  // The staging kernels live in a namespace of the kernel's own symbol (one library holds
+  // many kernels): the element-by-element copy and the 16-byte-vector one.
+  EXPECT_NE(src.find("namespace st = " + kernel_symbol(gemm_kernel_name(f, c)) + "_staging;"), std::string::npos);
+  EXPECT_NE(src.find("st::stage_operand<kSplit, IsB>"), std::string::npos);
+  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, true>"), std::string::npos);
+  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, false>"), std::string::npos);
 }
 
 TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
