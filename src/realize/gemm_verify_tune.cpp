@@ -133,7 +133,13 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
         if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
         else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
         else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
-        else if (tail && st.over_bound) why = fmt::format("{} elements beyond their error bound (max rel err {:.3g})", st.over_bound, max_rel);
+        else if (tail && st.over_bound) {
+          const int64_t e = int64_t(st.witness_index), j = e % p.n, i = (e / p.n) % p.m, b = e / (p.n * p.m);
+          why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}); e.g. D[{}, {}, {}]: GEMM "
+                            "value {:.9g} (float64), tail reference {:.9g}, kernel {:.9g}, bound {:.3g}",
+                            st.over_bound, max_rel, b, i, j, st.witness_acc, st.witness_ref, st.witness_value,
+                            st.witness_bound);
+        }
         else if (!tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
         if (!why.empty()) {
           o.status = "quarantined";

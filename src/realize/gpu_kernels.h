@@ -42,6 +42,12 @@ struct CompareStats {
   double first_value;     // d at (0,0,0); with `all_same` detects constant outputs
   unsigned long long differs_from_first;  // count of d elements != d(0,0,0)
   unsigned long long over_bound;  // elements whose error exceeds their own bound (fused tails)
+  // One element beyond its bound (fused tails; the first to claim `witness_taken`): its
+  // flat index b*M*N + i*N + j, the float64 GEMM value, the tail's reference, the kernel's
+  // value and the bound.
+  unsigned int witness_taken;
+  unsigned long long witness_index;
+  double witness_acc, witness_ref, witness_value, witness_bound;
 };
 void compare_to_reference(const void* d, DType dtype, const double* ref, int64_t l, int64_t m,
                           int64_t n, int64_t ldd, int64_t bsd, CompareStats* stats_device,

@@ -79,6 +79,16 @@ template <> __device__ double max_finite<float>() { return 3.4028234663852886e38
 template <> __device__ double max_finite<__half>() { return 65504.0; }
 template <> __device__ double max_finite<__nv_bfloat16>() { return 3.3895313892515355e38; }
 
+// Records one element beyond its bound, the first thread to claim it.
+__device__ void witness(CompareStats* stats, int64_t e, double acc, double r, double v, double bound) {
+  if (atomicCAS(&stats->witness_taken, 0u, 1u) != 0u) return;
+  stats->witness_index = static_cast<unsigned long long>(e);
+  stats->witness_acc = acc;
+  stats->witness_ref = r;
+  stats->witness_value = v;
+  stats->witness_bound = bound;
+}
+
 template <class T>
 __global__ void compare_tail_kernel(const T* d, const double* acc64, EpilogueProgram prog_param, TailInputs in_param,
                                     double delta, double out_unit, int64_t l, int64_t m, int64_t n, int64_t ldd,
@@ -98,12 +108,18 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
     if (!isfinite(r)) {  // the same NaN or infinity, or wrong (an unwritten NaN included)
       const bool same = isnan(r) ? isnan(v) : v == r;
       sum.over_bound += !same;
+      if (!same) witness(stats, e, acc, r, v, 0.0);
       if (!(v == first)) ++sum.differs;
       continue;
     }
     if (fabs(r) > max_finite<T>()) continue;  // beyond D's range: any kernel overflows here
     const double err = sum.add(v, r, first);
-    if (err >= 0 && err > epilogue_error_bound(prog, acc, r, x, delta, out_unit)) ++sum.over_bound;
+    if (err < 0) continue;
+    const double bound = epilogue_error_bound(prog, acc, r, x, delta, out_unit);
+    if (err > bound) {
+      ++sum.over_bound;
+      witness(stats, e, acc, r, v, bound);
+    }
   }
   sum.publish(stats, first);
 }
