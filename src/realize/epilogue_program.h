@@ -203,8 +203,11 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
 /// `r0` (eval_epilogue, which the caller has already computed), in absolute terms: how far
 /// the tail's output can move when its GEMM input moves by up to `delta` (the GEMM's own
 /// tolerance), enclosed by eval_epilogue_range over [acc - delta, acc + delta]; plus fp32
-/// evaluation of the tail: 64 units in the last place of the magnitudes involved
-/// (`inputs` holds the four slots c0..c3); plus rounding the result to D's dtype
+/// evaluation of the tail: 64 units in the last place of the magnitudes involved — the
+/// tail's value at acc, the largest value in that range (the kernel's own GEMM value may
+/// lie anywhere in the interval, and its fp32 result rounds at that magnitude: a tail that
+/// saturates at tanh(1) = 0.7615942 rounds there even where the reference is 1e-4), acc and
+/// the inputs (`inputs` holds the four slots c0..c3); plus rounding the result to D's dtype
 /// (`out_unit` |result|, its unit roundoff: 2^-8 for bf16, where a saturated tail's slope
 /// is zero but its stored value still rounds).
 FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, double r0, const double* inputs,
@@ -212,7 +215,8 @@ FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double a
   double lo, hi;
   eval_epilogue_range(prog, acc - delta, acc + delta, inputs, &lo, &hi);
   const double spread = fmax(hi - r0, r0 - lo);
-  double mag = fabs(r0) + fabs(acc);
+  const double reach = fmax(fabs(lo), fabs(hi));
+  double mag = fabs(r0) + fabs(acc) + (reach == reach && reach < INFINITY ? reach : 0.0);
   for (int i = 0; i < 4; ++i) mag += fabs(inputs[i]);
   return (spread == spread ? spread : INFINITY) + 64.0 * 5.9604644775390625e-08 * mag + out_unit * fabs(r0);  // 2^-24
 }

@@ -124,7 +124,7 @@ TEST(EpilogueProgram, ErrorBoundFollowsTheTailsSlope) {
   // A scale multiplies it: (acc - 2) * 1.5.
   const auto lin = compile_epilogue(json::parse(
       R"({"op":"mul","args":[{"op":"sub","args":[{"acc":true},{"scalar":2.0}]},{"scalar":1.5}]})"));
-  EXPECT_NEAR(bound_at(lin, 10.0, 1e-2, 0.0), 1.5e-2, 1e-4);
+  EXPECT_NEAR(bound_at(lin, 10.0, 1e-2, 0.0), 1.5e-2, 2e-4);  // + 64 ulps of 12, 10 and 12
   // The float32 evaluation term never lets a constant-zero output pass where ref is 1.
   const auto relu = compile_epilogue(json::parse(R"({"op":"relu","args":[{"acc":true}]})"));
   EXPECT_LT(bound_at(relu, 1.0, 1e-3, 0.0), 0.01);
@@ -151,7 +151,29 @@ TEST(EpilogueProgram, RangeEnclosesInteriorMinimaTheEndsMiss) {
   eval_epilogue_range(g, -2.0, 0.5, in, &lo, &hi);
   EXPECT_NEAR(lo, -0.16997120747985495, 1e-9);
   EXPECT_NEAR(hi, eval_epilogue<double>(g, 0.5, in), 1e-15);
-  // Far from any feature the enclosure is tight: tanh over [30, 50] is 1 to rounding.
+  // Far from any feature the enclosure is tight: tanh over [30, 50] is 1 to rounding (64
+  // ulps of the value 1, of acc 40 and of the range's largest value 1).
   const auto t = compile_epilogue(json::parse(R"({"op":"tanh","args":[{"acc":true}]})"));
-  EXPECT_LT(bound_at(t, 40.0, 10.0, 0.0) - 64.0 * std::ldexp(1.0, -24) * 41.0, 1e-12);
+  EXPECT_LT(bound_at(t, 40.0, 10.0, 0.0) - 64.0 * std::ldexp(1.0, -24) * 42.0, 1e-12);
+}
+
+TEST(EpilogueProgram, BoundCoversFp32RoundingAtTheFarEndOfTheRange) {
+  // (g) on the H200: clamp(tanh(clamp(silu(acc) / 2, -1, 1)), -1, 1) at an element whose
+  // float64 GEMM value is 3.7e-4 (reference 9.3e-5); the tf32 GEMM put it beyond 2.2, where
+  // the tail saturates at tanh(1), which fp32 rounds to 0.761594176 (2e-8 above tanh(1)).
+  // The range over acc +- delta reaches tanh(1), so the bound must allow that rounding
+  // too, not only 64 ulps of the tiny reference.
+  const auto prog = compile_epilogue(json::parse(R"({"op":"clamp","args":[{"op":"tanh","args":[{"op":"clamp","args":[
+      {"op":"div","args":[{"op":"silu","args":[{"acc":true}]},{"scalar":2.0}]},{"scalar":-1.0},{"scalar":1.0}]}]},
+      {"scalar":-1.0},{"scalar":1.0}]})"));
+  const double acc = 0.000373474868, delta = 175.7;
+  const double in[4] = {0, 0, 0, 0};
+  const double r = eval_epilogue<double>(prog, acc, in);
+  EXPECT_NEAR(r, 9.33861523e-05, 1e-12);
+  const float kernel = std::tanh(1.0f);
+  EXPECT_GT(double(kernel), std::tanh(1.0));  // fp32 rounds up here
+  EXPECT_GE(bound_at(prog, acc, delta, std::ldexp(1.0, -24)), std::fabs(double(kernel) - r));
+  // Saturated at acc = 500 nothing can move: only rounding (64 ulps of acc and of the
+  // value) is allowed, far below a wrong value such as 0.
+  EXPECT_LT(bound_at(prog, 500.0, 1.0, std::ldexp(1.0, -24)), 0.01);
 }
