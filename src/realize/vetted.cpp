@@ -85,10 +85,15 @@ std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& ex
   auto dist = [](int64_t a, int64_t b) { return std::abs(std::log2(double(a) / double(b))); };
   std::optional<VettedExample> best;
   double best_d = std::numeric_limits<double>::infinity();
+  // A fused tail does not change which mainloop configuration suits the shape: the
+  // examples are matched on the family without it.
+  GemmFamilyKey want = f;
+  want.epilogue_tree = nullptr;
+  want.epilogue_broadcast = nullptr;
   for (const auto& v : examples) {
     GemmFamilyKey same = v.family;
     same.element = f.element;
-    if (!(same == f)) continue;
+    if (!(same == want)) continue;
     const double d = dist(v.m, p.m) + dist(v.n, p.n) + dist(v.k, p.k) + dist(v.l, p.l);
     if (d < best_d) {
       best_d = d;

@@ -26,7 +26,8 @@ std::vector<VettedExample> parse_vetted(const std::string& json_text);
 /// The examples shipped with factc (data/vetted/*.json).
 const std::vector<VettedExample>& shipped_vetted();
 
-/// The example of the same family (mma, layouts, bias, staging) nearest to `p` in shape: the
+/// The example of the same family (mma, layouts, bias, staging; a fused tail is ignored)
+/// nearest to `p` in shape: the
 /// smallest sum of |log2| ratios of M, N, K and L. std::nullopt when no example shares
 /// the family.
 std::optional<VettedExample> nearest_vetted(const std::vector<VettedExample>& examples,

@@ -42,6 +42,21 @@ TEST(Vetted, NearestShapeOfTheSameFamilyWins) {
   EXPECT_FALSE(nearest_vetted(ex, f16_col_col, problem(4096, 4096, 4096)).has_value());
 }
 
+TEST(Vetted, AFusedTailMatchesTheExamplesOfItsGemmFamily) {
+  // The wide layer with its Swish tail (an EVT family): its shape's example still applies.
+  GemmFamilyKey fused{"tf32", DType::F32, Layout::Row, Layout::Col, true};
+  fused.epilogue_tree = nlohmann::json::parse(R"({"op":"mul","args":[{"op":"silu","args":[{"op":"add","args":[{"acc":true},{"input":"bias"}]}]},{"scalar":2.0}]})");
+  fused.epilogue_broadcast = nlohmann::json::parse(R"({"bias":"n"})");
+  auto v = nearest_vetted(shipped_vetted(), fused, problem(128, 32768, 32768));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->name, "wide_linear_128x32768x32768_tf32_bias");
+  EXPECT_EQ(v->config.cluster_n, 2);
+  // The 1024-row Linear of tails (a)-(i) finds its own example, not the wide one.
+  v = nearest_vetted(shipped_vetted(), fused, problem(1024, 8192, 8192));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->name, "linear_1024x8192x8192_tf32_bias");
+}
+
 TEST(Vetted, SeedLeadsTheSpaceWithoutDuplicates) {
   auto p = problem(4096, 4096, 4096);
   auto space = gemm_kernel_choices({kTf32RowRow}, p, 132, 0);
