@@ -59,14 +59,17 @@ TEST(Idioms, NewGeluIsGeluTanhInEveryWrittenOrder) {
             "gelu_tanh(acc)");
 }
 
+// %one = erf(%d) + 1 (with `add_kwargs` on the add) after the line that makes %d.
+std::string one_plus_erf(const std::string& d_rhs, const std::string& add_kwargs = "") {
+  return line("d", d_rhs) + line("e", "aten.erf.default(%d)") + line("one", "aten.add.Tensor(%e, 1.0" + add_kwargs + ")");
+}
+
+const std::string kHalfXTimesOne = line("h", "aten.mul.Tensor(%mm, 0.5)") + line("out", "aten.mul.Tensor(%h, %one)");
+
 TEST(Idioms, GeluWrittenWithErfIsGelu) {
-  EXPECT_EQ(tail_expr(line("d", "aten.div.Tensor(%mm, 1.4142135623730951)") + line("e", "aten.erf.default(%d)") +
-                      line("one", "aten.add.Tensor(%e, 1.0)") + line("h", "aten.mul.Tensor(%mm, 0.5)") +
-                      line("out", "aten.mul.Tensor(%h, %one)")),
-            "gelu(acc)");
-  EXPECT_EQ(tail_expr(line("d", "aten.mul.Tensor(%mm, 0.7071067811865476)") + line("e", "aten.erf.default(%d)") +
-                      line("one", "aten.add.Tensor(%e, 1.0)") + line("xo", "aten.mul.Tensor(%mm, %one)") +
-                      line("out", "aten.mul.Tensor(%xo, 0.5)")),
+  EXPECT_EQ(tail_expr(one_plus_erf("aten.div.Tensor(%mm, 1.4142135623730951)") + kHalfXTimesOne), "gelu(acc)");
+  EXPECT_EQ(tail_expr(one_plus_erf("aten.mul.Tensor(%mm, 0.7071067811865476)") +
+                      line("xo", "aten.mul.Tensor(%mm, %one)") + line("out", "aten.mul.Tensor(%xo, 0.5)")),
             "gelu(acc)");
 }
 
@@ -82,9 +85,7 @@ TEST(Idioms, NearMissesKeepTheOpsAsWritten) {
                       line("out", "aten.mul.Tensor(%mm, %s)")),
             "mul(acc, sigmoid(add(acc, 1.0)))");
   // alpha on the add: erf(...) + 2 * 1.0 is not 1 + erf(...).
-  EXPECT_EQ(tail_expr(line("d", "aten.div.Tensor(%mm, 1.4142135623730951)") + line("e", "aten.erf.default(%d)") +
-                      line("one", "aten.add.Tensor(%e, 1.0, alpha=2)") + line("h", "aten.mul.Tensor(%mm, 0.5)") +
-                      line("out", "aten.mul.Tensor(%h, %one)")),
+  EXPECT_EQ(tail_expr(one_plus_erf("aten.div.Tensor(%mm, 1.4142135623730951)", ", alpha=2") + kHalfXTimesOne),
             "mul(mul(acc, 0.5), add(erf(div(acc, 1.4142135623730951)), mul(1.0, 2.0)))");
 }
 
