@@ -314,9 +314,14 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
       constexpr double kFiniteFill = -1e9;
       const bool neg_inf = fill && std::isinf(*fill) && *fill < 0;
       const bool finite_far = fill && std::isfinite(*fill) && *fill * p.scale <= kFiniteFill;
-      if (!neg_inf && !finite_far)
+      if (!neg_inf && !finite_far) {
+        if (fill && std::isfinite(*fill) && *fill <= kFiniteFill)
+          reject(fmt::format("%{} fills masked scores with {}, which the scales after it (x{}) make {}: above -1e9, "
+                             "so it is not taken for -inf", n->name, graph::format_arg(n->args[2]),
+                             graph::format_double(p.scale), graph::format_double(*fill * p.scale)));
         reject(fmt::format("%{} fills masked scores with {}, not -inf (or at most -1e9 on a causal mask): the "
                            "kernel removes masked keys", n->name, graph::format_arg(n->args[2])));
+      }
       fill_mask(g, p, *n, *n->args[1].ref());
       if (finite_far && p.mask != MaskKind::causal)
         reject(fmt::format("%{} fills masked scores with {}: a finite fill is taken for -inf only on a proven "

@@ -50,16 +50,22 @@ FACT_HD inline bool epilogue_op_branches(EpiOp op) {
 /// at this element (already broadcast). NaN on a malformed program. When `sides` is given
 /// (EpilogueProgram::kMaxInstr * 2 bits), instruction i of a branching op sets bit 2i when
 /// x passes through (x > 0, x > the lower bound, x < the upper bound) and bit 2i + 1 when
-/// the other side is taken.
+/// the other side is taken. When `peak` is given, it is raised to the largest finite
+/// |value| the evaluation holds: operands, scalars, intermediates and the result.
 template <class T>
-FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inputs, uint32_t* sides = nullptr) {
+FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inputs, uint32_t* sides = nullptr,
+                               T* peak = nullptr) {
   T st[EpilogueProgram::kMaxStack];
   int sp = 0;
+  auto seen = [peak](T v) {
+    if (peak && v == v && v - v == v - v && (v < 0 ? -v : v) > *peak) *peak = v < 0 ? -v : v;
+  };
   for (int i = 0; i < prog.size; ++i) {
     const EpiInstr in = prog.code[i];
     if (in.op <= EpiOp::input) {
       if (sp == EpilogueProgram::kMaxStack) return T(NAN);
       st[sp++] = in.op == EpiOp::acc ? acc : in.op == EpiOp::scalar ? T(in.value) : inputs[int(in.value)];
+      seen(st[sp - 1]);
       continue;
     }
     if (in.op <= EpiOp::min) {
@@ -76,6 +82,7 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
         default: break;
       }
       st[sp - 1] = r;
+      seen(r);
       continue;
     }
     if (sp < 1) return T(NAN);
@@ -103,6 +110,7 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
       sides[bit / 32] |= 1u << (bit % 32);
     }
     st[sp - 1] = r;
+    seen(r);
   }
   return sp == 1 ? st[0] : T(NAN);
 }
@@ -125,7 +133,8 @@ FACT_HD inline double epilogue_critical_point(EpiOp op) {
 /// (Moore, "Interval Analysis", 1966): add/sub/mul/div of intervals (a divisor interval
 /// holding 0 gives [-inf, inf]), and each unary op over its interval from its values at
 /// both ends and at its interior critical point (every op here is monotone on each side of
-/// at most one such point; pow by its ends, and 0 for an even power across 0). A value
+/// at most one such point; pow by its ends, and 0 for an even power across 0; a negative
+/// power across 0 is unbounded). A value
 /// used twice (x * sigmoid(x)) is treated as independent, so the enclosure may be wider
 /// than the true range, never narrower (up to rounding). Writes [*out_lo, *out_hi].
 FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, double hi, const double* inputs,
@@ -189,6 +198,7 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
       rh = fmax(rh, fc);
     }
     if (in.op == EpiOp::pow && xl < 0 && xh > 0) rl = fmin(rl, 0.0);
+    if (in.op == EpiOp::pow && in.value < 0 && xl <= 0 && xh >= 0) rl = -INFINITY, rh = INFINITY;  // a pole at 0
     if (fl != fl || fh != fh) rl = -INFINITY, rh = INFINITY;
     sl[sp - 1] = rl;
     sh[sp - 1] = rh;
@@ -206,8 +216,10 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
 /// evaluation of the tail: 64 units in the last place of the magnitudes involved — the
 /// tail's value at acc, the largest value in that range (the kernel's own GEMM value may
 /// lie anywhere in the interval, and its fp32 result rounds at that magnitude: a tail that
-/// saturates at tanh(1) = 0.7615942 rounds there even where the reference is 1e-4), acc and
-/// the inputs (`inputs` holds the four slots c0..c3); plus rounding the result to D's dtype
+/// saturates at tanh(1) = 0.7615942 rounds there even where the reference is 1e-4), acc,
+/// the inputs (`inputs` holds the four slots c0..c3) and the largest intermediate or
+/// scalar of the evaluation at acc (sigmoid(acc) - 0.5 rounds at 0.5 though it is near 0);
+/// plus rounding the result to D's dtype
 /// (`out_unit` |result|, its unit roundoff: 2^-8 for bf16, where a saturated tail's slope
 /// is zero but its stored value still rounds).
 FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, double r0, const double* inputs,
@@ -216,7 +228,9 @@ FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double a
   eval_epilogue_range(prog, acc - delta, acc + delta, inputs, &lo, &hi);
   const double spread = fmax(hi - r0, r0 - lo);
   const double reach = fmax(fabs(lo), fabs(hi));
-  double mag = fabs(r0) + fabs(acc) + (reach == reach && reach < INFINITY ? reach : 0.0);
+  double peak = 0;
+  eval_epilogue<double>(prog, acc, inputs, nullptr, &peak);
+  double mag = fabs(r0) + fmax(fabs(acc), peak) + (reach == reach && reach < INFINITY ? reach : 0.0);
   for (int i = 0; i < 4; ++i) mag += fabs(inputs[i]);
   return (spread == spread ? spread : INFINITY) + 64.0 * 5.9604644775390625e-08 * mag + out_unit * fabs(r0);  // 2^-24
 }

@@ -73,7 +73,23 @@ TEST(Idioms, GeluWrittenWithErfIsGelu) {
             "gelu(acc)");
 }
 
+TEST(Idioms, HalfXAsADivisionAndAnAlphaOfOneAreGelu) {
+  // x / 2 * (1 + erf(x / sqrt 2)), and 1 + erf(...) written with alpha=1.
+  EXPECT_EQ(tail_expr(one_plus_erf("aten.div.Tensor(%mm, 1.4142135623730951)") + line("h", "aten.div.Tensor(%mm, 2.0)") +
+                      line("out", "aten.mul.Tensor(%h, %one)")),
+            "gelu(acc)");
+  EXPECT_EQ(tail_expr(one_plus_erf("aten.div.Tensor(%mm, 1.4142135623730951)", ", alpha=1") + kHalfXTimesOne),
+            "gelu(acc)");
+}
+
 TEST(Idioms, NearMissesKeepTheOpsAsWritten) {
+  // An exponent near 3 is not 3: x ** 3.000002 is NaN for negative x, GELU is not.
+  const std::string near3 = line("p", "aten.pow.Tensor_Scalar(%mm, 3.000002)") +
+                            line("c", "aten.mul.Tensor(%p, 0.044715)") + line("s", "aten.add.Tensor(%mm, %c)") +
+                            line("u", "aten.mul.Tensor(%s, 0.7978845608028654)") + line("t", "aten.tanh.default(%u)") +
+                            line("one", "aten.add.Tensor(%t, 1.0)") + kHalfXTimesOne;
+  EXPECT_EQ(tail_expr(near3),
+            "mul(mul(acc, 0.5), add(tanh(mul(add(acc, mul(pow(acc, 3.000002), 0.044715)), 0.7978845608028654)), 1.0))");
   // A different constant: not GELU (0.8 for sqrt(2/pi)).
   const std::string wrong = line("p", "aten.pow.Tensor_Scalar(%mm, 3.0)") + line("c", "aten.mul.Tensor(%p, 0.044715)") +
                             line("s", "aten.add.Tensor(%mm, %c)") + line("u", "aten.mul.Tensor(%s, 0.8)") +

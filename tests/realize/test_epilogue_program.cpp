@@ -157,6 +157,34 @@ TEST(EpilogueProgram, RangeEnclosesInteriorMinimaTheEndsMiss) {
   EXPECT_LT(bound_at(t, 40.0, 10.0, 0.0) - 64.0 * std::ldexp(1.0, -24) * 42.0, 1e-12);
 }
 
+TEST(EpilogueProgram, BoundCoversRoundingOfIntermediatesThatCancel) {
+  // sigmoid(acc) - 0.5 near acc = 0: fp32 sigmoid rounds in steps of 6e-8 at 0.5, so a
+  // correct fp32 tail is off by ~1.5e-8 though the result is ~7e-8 (the 'small' draw).
+  const auto prog = compile_epilogue(json::parse(
+      R"({"op":"sub","args":[{"op":"sigmoid","args":[{"acc":true}]},{"scalar":0.5}]})"));
+  const double acc = 2.759e-07;
+  const float in32[4] = {0, 0, 0, 0};
+  const double in64[4] = {0, 0, 0, 0};
+  const double r = eval_epilogue<double>(prog, acc, in64);
+  const float f32 = eval_epilogue<float>(prog, float(acc), in32);
+  EXPECT_GT(std::fabs(double(f32) - r), 1e-9);  // the rounding is real
+  EXPECT_GE(bound_at(prog, acc, 1e-12, std::ldexp(1.0, -24)), std::fabs(double(f32) - r));
+  // The largest intermediate raises the bound to ~64 ulps of 0.5, still far below a wrong 0.5.
+  EXPECT_LT(bound_at(prog, acc, 1e-12, std::ldexp(1.0, -24)), 1e-5);
+}
+
+TEST(EpilogueProgram, ANegativePowerAcrossZeroIsUnbounded) {
+  const auto inv = compile_epilogue(json::parse(R"({"op":"pow","args":[{"acc":true},{"scalar":-1.0}]})"));
+  const double in[4] = {0, 0, 0, 0};
+  double lo, hi;
+  eval_epilogue_range(inv, -9e-4, 1.1e-3, in, &lo, &hi);
+  EXPECT_EQ(lo, -INFINITY);
+  EXPECT_EQ(hi, INFINITY);
+  eval_epilogue_range(inv, 1.0, 2.0, in, &lo, &hi);  // away from the pole: by its ends
+  EXPECT_DOUBLE_EQ(lo, 0.5);
+  EXPECT_DOUBLE_EQ(hi, 1.0);
+}
+
 TEST(EpilogueProgram, BoundCoversFp32RoundingAtTheFarEndOfTheRange) {
   // (g) on the H200: clamp(tanh(clamp(silu(acc) / 2, -1, 1)), -1, 1) at an element whose
   // float64 GEMM value is 3.7e-4 (reference 9.3e-5); the tf32 GEMM put it beyond 2.2, where

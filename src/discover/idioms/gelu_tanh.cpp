@@ -11,7 +11,7 @@ namespace fact::discover::idioms {
 Idiom gelu_tanh_written_out() {
   const PatternExpr x = capture("x");
   const PatternExpr cube = any_of({
-      op({"aten.pow.Tensor_Scalar"}, {x, number(3.0)}),
+      op({"aten.pow.Tensor_Scalar"}, {x, number(3.0, 0.0)}),  // exactly 3: x ** 3.000002 is NaN for x < 0
       op(mul_ops(), {op(mul_ops(), {x, x}), x}).commutative(),
   });
   const PatternExpr poly = op(add_ops(), {x, op(mul_ops(), {cube, number(0.044715)}).commutative()}).commutative();

@@ -3,15 +3,28 @@
 namespace fact::discover::idioms {
 
 std::vector<PatternExpr> half_x_times(const PatternExpr& x, const PatternExpr& f) {
-  const PatternExpr half = number(0.5);
+  const PatternExpr half = number(0.5, 0.0), two = number(2.0, 0.0);
   return {
       op(mul_ops(), {op(mul_ops(), {x, half}).commutative(), f}).commutative(),
+      op(mul_ops(), {op(div_ops(), {x, two}), f}).commutative(),
       op(mul_ops(), {op(mul_ops(), {x, f}).commutative(), half}).commutative(),
       op(mul_ops(), {x, op(mul_ops(), {f, half}).commutative()}).commutative(),
-      op(div_ops(), {op(mul_ops(), {x, f}).commutative(), number(2.0)}),
+      op(div_ops(), {op(mul_ops(), {x, f}).commutative(), two}),
   };
 }
 
-PatternExpr one_plus(const PatternExpr& f) { return op(add_ops(), {f, number(1.0)}).commutative(); }
+PatternExpr one_plus(const PatternExpr& f) {
+  // alpha scales the second operand: 1 + f only with alpha absent or 1.
+  return op(add_ops(), {f, number(1.0, 0.0)})
+      .commutative()
+      .allowing("alpha")
+      .where([](const graph::Node& n) {
+        const graph::Arg* a = n.kwarg("alpha");
+        if (!a) return true;
+        if (auto* d = a->get_if<double>()) return *d == 1.0;
+        if (auto* i = a->get_if<int64_t>()) return *i == 1;
+        return false;
+      });
+}
 
 }  // namespace fact::discover::idioms

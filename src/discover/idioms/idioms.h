@@ -15,11 +15,11 @@ inline std::vector<std::string> add_ops() { return {"aten.add.Tensor", "aten.add
 inline std::vector<std::string> mul_ops() { return {"aten.mul.Tensor", "aten.mul.Scalar"}; }
 inline std::vector<std::string> div_ops() { return {"aten.div.Tensor", "aten.div.Scalar"}; }
 
-/// The ways 0.5 * x * f is written: (0.5 * x) * f, (x * f) * 0.5, x * (0.5 * f),
-/// (x * f) / 2, each product in either order (half_x_times.cpp).
+/// The ways 0.5 * x * f is written: (0.5 * x) * f, (x / 2) * f, (x * f) * 0.5,
+/// x * (0.5 * f), (x * f) / 2, each product in either order (half_x_times.cpp).
 std::vector<PatternExpr> half_x_times(const PatternExpr& x, const PatternExpr& f);
 
-/// 1 + f, in either order.
+/// 1 + f, in either order, with no alpha or alpha = 1.
 PatternExpr one_plus(const PatternExpr& f);
 
 }  // namespace fact::discover::idioms
