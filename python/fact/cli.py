@@ -73,6 +73,7 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
                           trials=args.trials, verbose=args.verbose)
     except GpuRequired as exc:
         print(str(exc))
+        print(f"files: {args.out or os.path.join('out', problem.name)}")
         return 0
     except (ProblemError, ExportError, FactcError, ValueError) as exc:
         print(f"fact: error: {exc}", file=sys.stderr)

@@ -22,7 +22,7 @@ void add_rules_command(CLI::App& app) {
       std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
     std::cout << "  idioms (written-out forms computed as one op; src/discover/idioms/):\n";
     for (const discover::Idiom& i : discover::epilogue_idioms())
-      std::cout << fmt::format("    {:<26} -> {:<8} {} ({} forms; tests: {})\n", i.name, i.op, i.meaning,
+      std::cout << fmt::format("    {:<26} -> {:<8} {} (forms: {}; tests: {})\n", i.name, i.op, i.meaning,
                                i.forms.size(), i.tests);
   });
 }

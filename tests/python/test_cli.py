@@ -65,7 +65,7 @@ def test_no_gpu_stops_after_compiling_and_exits_0(tmp_path, capsys, fake_factc,
     assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert text.strip() == ("verification and tuning need a GPU: discovered 2 patterns, "
-                            "compiled 2 kernels (cache: /tmp/fake-cache); stopping")
+                            f"compiled 2 kernels (cache: /tmp/fake-cache); stopping\nfiles: {out}")
     graph = json.loads((out / "graph.json").read_text())
     assert [n["op"] for n in graph["nodes"]] == [
         "aten.linear.default", "aten.relu.default", "aten.t.default", "aten.matmul.default"]
