@@ -314,8 +314,20 @@ int run_realize(const RealizeOptions& opt) {
   fs::create_directories(fs::absolute(opt.output).parent_path());
   write_file(opt.output, result.dump(2) + "\n");
 
-  std::printf("realize: %zu patterns; kernels: %d compiled, %d from cache, %d quarantined (%.1f s)\n",
+  std::printf("realize: %zu patterns; kernels: %d compiled, %d from cache, %d quarantined at build (%.1f s)\n",
               work.size(), compiled, cached, quarantined, build_wall);
+  if (gpu) {
+    int checked = 0, failed = 0, no_winner = 0;
+    for (const auto& w : work) {
+      for (const auto& c : w.out.value("candidates", json::array())) {
+        ++checked;
+        failed += c.value("status", "") == "quarantined";
+      }
+      no_winner += w.out.value("winner", json()).is_null();
+    }
+    std::printf("realize: %d candidates, %d quarantined (build, verification or run); %d patterns without a winner\n",
+                checked, failed, no_winner);
+  }
   if (!gpu) {
     std::printf("realize: no CUDA GPU found: verification and tuning need a GPU, so no kernel "
                 "was chosen. Built kernels stay in %s.\n", cache.c_str());
