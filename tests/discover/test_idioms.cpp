@@ -66,6 +66,26 @@ std::string one_plus_erf(const std::string& d_rhs, const std::string& add_kwargs
 
 const std::string kHalfXTimesOne = line("h", "aten.mul.Tensor(%mm, 0.5)") + line("out", "aten.mul.Tensor(%h, %one)");
 
+TEST(Idioms, FastGelusFactoredArgumentIsGeluTanh) {
+  // HF FastGELUActivation: 0.5 * x * (1 + tanh(x * 0.7978845608 * (1 + 0.044715 * x * x))).
+  const std::string fast = line("sa", "aten.mul.Tensor(%mm, 0.7978845608)") + line("b", "aten.mul.Tensor(%mm, 0.044715)") +
+                           line("c", "aten.mul.Tensor(%b, %mm)") + line("d", "aten.add.Tensor(%c, 1.0)") +
+                           line("u", "aten.mul.Tensor(%sa, %d)") + line("t", "aten.tanh.default(%u)") +
+                           line("one", "aten.add.Tensor(%t, 1.0)") + kHalfXTimesOne;
+  EXPECT_EQ(tail_expr(fast), "gelu_tanh(acc)");
+  // Megatron's gelu_impl: x * 0.5 * (1 + tanh(0.79788456 * x * (1 + 0.044715 * x * x))).
+  const std::string megatron = line("sa", "aten.mul.Tensor(%mm, 0.79788456)") + line("xx", "aten.mul.Tensor(%mm, %mm)") +
+                               line("c", "aten.mul.Tensor(%xx, 0.044715)") + line("d", "aten.add.Tensor(%c, 1.0)") +
+                               line("u", "aten.mul.Tensor(%sa, %d)") + line("t", "aten.tanh.default(%u)") +
+                               line("one", "aten.add.Tensor(%t, 1.0)") + kHalfXTimesOne;
+  EXPECT_EQ(tail_expr(megatron), "gelu_tanh(acc)");
+  // 1 + 0.044715 * x (not x * x) is another function.
+  const std::string linear = line("sa", "aten.mul.Tensor(%mm, 0.7978845608)") + line("c", "aten.mul.Tensor(%mm, 0.044715)") +
+                             line("d", "aten.add.Tensor(%c, 1.0)") + line("u", "aten.mul.Tensor(%sa, %d)") +
+                             line("t", "aten.tanh.default(%u)") + line("one", "aten.add.Tensor(%t, 1.0)") + kHalfXTimesOne;
+  EXPECT_NE(tail_expr(linear), "gelu_tanh(acc)");
+}
+
 TEST(Idioms, GeluWrittenWithErfIsGelu) {
   EXPECT_EQ(tail_expr(one_plus_erf("aten.div.Tensor(%mm, 1.4142135623730951)") + kHalfXTimesOne), "gelu(acc)");
   EXPECT_EQ(tail_expr(one_plus_erf("aten.mul.Tensor(%mm, 0.7071067811865476)") +
