@@ -274,6 +274,7 @@ const std::vector<EpilogueOp>& epilogue_ops() {
       {"aten.mish.default", "mish", K::unary, "F.mish"},
       {"aten.neg.default", "neg", K::unary, "-x"},
       {"aten.erf.default", "erf", K::unary, "torch.erf"},
+      {"aten.exp.default", "exp", K::unary, "torch.exp"},
       {"aten.hardtanh.default", "hardtanh", K::hardtanh, "F.hardtanh(x, lo, hi)"},
       {"aten.clamp.default", "clamp", K::clamp, "torch.clamp with number bounds"},
       {"aten.pow.Tensor_Scalar", "pow", K::pow, "x ** c"},

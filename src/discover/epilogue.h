@@ -58,7 +58,7 @@ struct EpilogueSearch {
 
 /// Looks for the tail after `acc`. Ops: add/sub/mul/div (tensor or scalar operand), relu,
 /// leaky_relu, gelu (erf and tanh), silu, sigmoid, tanh, hardtanh, clamp (scalar bounds),
-/// mish, neg, pow with a scalar exponent. An op joins when every tensor it reads is acc,
+/// mish, neg, erf, exp, pow with a scalar exponent. An op joins when every tensor it reads is acc,
 /// a value already in the tail, or an external floating tensor of acc's dtype that
 /// broadcasts along M or N or has acc's shape, and its output has acc's shape and dtype.
 /// The tail ends at the last op whose absorbed intermediates (acc included) are read by

@@ -34,7 +34,8 @@ struct Compiler {
     static const std::map<std::string, EpiOp> unary{
         {"relu", EpiOp::relu}, {"gelu", EpiOp::gelu}, {"gelu_tanh", EpiOp::gelu_tanh},
         {"silu", EpiOp::silu}, {"sigmoid", EpiOp::sigmoid}, {"tanh", EpiOp::tanh},
-        {"neg", EpiOp::neg},   {"erf", EpiOp::erf},     {"mish", EpiOp::mish}};
+        {"neg", EpiOp::neg},   {"erf", EpiOp::erf},     {"mish", EpiOp::mish},
+        {"exp", EpiOp::exp}};
     const std::string op = t.at("op");
     const auto& args = t.at("args");
     auto constant = [&](size_t i) { return args.at(i).at("scalar").get<double>(); };

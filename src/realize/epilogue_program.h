@@ -23,7 +23,7 @@ namespace fact::realize {
 enum class EpiOp : uint8_t {
   acc, scalar, input,                               // leaves: push
   add, sub, mul, div, max, min,                     // binary: pop 2, push 1
-  relu, gelu, gelu_tanh, silu, sigmoid, tanh, neg, erf, mish,  // unary
+  relu, gelu, gelu_tanh, silu, sigmoid, tanh, neg, erf, mish, exp,  // unary
   leaky_relu, clamp_lo, clamp_hi, pow               // unary with a constant (value)
 };
 
@@ -98,6 +98,7 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
       case EpiOp::neg: r = -x; break;
       case EpiOp::erf: r = erf(x); break;
       case EpiOp::mish: r = x * tanh(log1p(exp(x))); break;
+      case EpiOp::exp: r = exp(x); break;
       case EpiOp::leaky_relu: r = x > 0 ? x : c * x; break;
       case EpiOp::clamp_lo: r = (x != x || x > c) ? x : c; break;
       case EpiOp::clamp_hi: r = (x != x || x < c) ? x : c; break;

@@ -29,6 +29,7 @@ const std::map<std::string, std::string>& unary_exprs() {
       {"tanh", "tanhf(x)"},
       {"erf", "erff(x)"},
       {"mish", "x * tanhf(log1pf(expf(x)))"},
+      {"exp", "expf(x)"},
       {"neg", "-x"},
   };
   return f;

@@ -8,7 +8,7 @@
 // (Sm90RowBroadcast), "m" a vector along M (Sm90ColBroadcast), "mn" a tensor of D's shape
 // (Sm90AuxLoad read straight from global memory, 16-byte vectors); row and column swap in
 // a kernel that computes D^T. Nodes: add, sub, mul, div, max/min (NaN-propagating, as
-// torch.clamp), relu, gelu, gelu_tanh, silu, sigmoid, tanh, erf, mish, neg; hardtanh and
+// torch.clamp), relu, gelu, gelu_tanh, silu, sigmoid, tanh, erf, mish, exp, neg; hardtanh and
 // clamp with scalar bounds, leaky_relu and pow with exponent 2 or 3 are rewritten into
 // those. Every node computes in fp32 with the accurate CUDA math functions (erff, tanhf,
 // expf, log1pf; no tanh.approx), as PyTorch's fp32 kernels do; the root converts to D's

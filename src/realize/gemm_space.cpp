@@ -198,7 +198,7 @@ int accumulators_per_thread(const GemmConfig& c) {
 // other node. A tail input of D's shape adds D's bytes to read.
 double tail_instructions(const nlohmann::json& t) {
   if (!t.is_object() || !t.contains("op")) return 0;
-  static const std::set<std::string> heavy{"gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "erf", "mish"};
+  static const std::set<std::string> heavy{"gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "erf", "mish", "exp"};
   double n = heavy.count(t.at("op").get<std::string>()) ? 20 : 1;
   for (const auto& a : t.at("args")) n += tail_instructions(a);
   return n;

@@ -36,6 +36,16 @@ TEST(Idioms, SwishWrittenEitherWayIsSilu) {
             "silu(add(acc, 1.0))");
 }
 
+TEST(Idioms, SwishAsADivisionByOnePlusExpIsSilu) {
+  EXPECT_EQ(tail_expr(line("n", "aten.neg.default(%mm)") + line("e", "aten.exp.default(%n)") +
+                      line("d", "aten.add.Tensor(%e, 1.0)") + line("out", "aten.div.Tensor(%mm, %d)")),
+            "silu(acc)");
+  // exp alone is an epilogue op: 1 + exp(x) (no negation) stays as written.
+  EXPECT_EQ(tail_expr(line("e", "aten.exp.default(%mm)") + line("d", "aten.add.Tensor(%e, 1.0)") +
+                      line("out", "aten.div.Tensor(%mm, %d)")),
+            "div(acc, add(exp(acc), 1.0))");
+}
+
 TEST(Idioms, NewGeluIsGeluTanhInEveryWrittenOrder) {
   const std::string inner = line("p", "aten.pow.Tensor_Scalar(%mm, 3.0)") + line("c", "aten.mul.Tensor(%p, 0.044715)") +
                             line("s", "aten.add.Tensor(%mm, %c)") + line("u", "aten.mul.Tensor(%s, 0.7978845608028654)") +

@@ -173,6 +173,16 @@ TEST(EpilogueProgram, BoundCoversRoundingOfIntermediatesThatCancel) {
   EXPECT_LT(bound_at(prog, acc, 1e-12, std::ldexp(1.0, -24)), 1e-5);
 }
 
+TEST(EpilogueProgram, ExpIsEvaluatedAndEnclosedByItsEnds) {
+  const auto e = compile_epilogue(json::parse(R"({"op":"exp","args":[{"acc":true}]})"));
+  const double in[4] = {0, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(eval_epilogue<double>(e, 1.0, in), std::exp(1.0));
+  double lo, hi;
+  eval_epilogue_range(e, -1.0, 2.0, in, &lo, &hi);
+  EXPECT_DOUBLE_EQ(lo, std::exp(-1.0));
+  EXPECT_DOUBLE_EQ(hi, std::exp(2.0));
+}
+
 TEST(EpilogueProgram, ANegativePowerAcrossZeroIsUnbounded) {
   const auto inv = compile_epilogue(json::parse(R"({"op":"pow","args":[{"acc":true},{"scalar":-1.0}]})"));
   const double in[4] = {0, 0, 0, 0};

@@ -41,6 +41,10 @@ TEST(EvtCodegen, TranscendentalsUseAccurateFp32Math) {
   EXPECT_NE(src.declarations.find("x * tanhf(log1pf(expf(x)))"), std::string::npos);
   EXPECT_EQ(src.declarations.find("tanh.approx"), std::string::npos);
   EXPECT_EQ(src.declarations.find("cutlass::epilogue::thread::"), std::string::npos);
+  const auto e = render_evt(op("exp", {leaf_acc()}), json::object());
+  EXPECT_NE(e.declarations.find("struct FactExp"), std::string::npos);
+  EXPECT_NE(e.declarations.find("return expf(x);"), std::string::npos);
+  EXPECT_EQ(e.declarations.find("__expf"), std::string::npos);
 }
 
 TEST(EvtCodegen, HardtanhLeakyReluAndCubeBecomePrimitiveNodes) {
