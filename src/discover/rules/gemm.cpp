@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/pattern.h"
+#include "graph/text.h"
 #include "discover/rules/rules.h"
 
 namespace fact::discover::rules {
@@ -208,6 +209,11 @@ std::optional<GemmInputs> inputs_of(const graph::GraphIndex& g, const Node& n) {
     in.alpha = scalar_kwarg(n, "alpha");
     in.beta = scalar_kwarg(n, "beta");
     return in;
+  }
+  for (size_t i = 0; i < n.args.size(); ++i) {
+    if (!n.args[i].ref() && !n.args[i].is<graph::None>()) {
+      throw Reject{fmt::format("argument {} of {} is not a tensor: {}", i, n.op, graph::format_arg(n.args[i]))};
+    }
   }
   throw Reject{fmt::format("the arguments of {} are not the tensors its forms take (docs/03-rules.md)", n.op)};
 }
