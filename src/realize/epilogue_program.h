@@ -211,7 +211,8 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
 }
 
 /// The error a correct fused kernel may show at one element whose tail value at `acc` is
-/// `r0` (eval_epilogue, which the caller has already computed), in absolute terms: how far
+/// `r0`, with `peak` the largest |value| of that evaluation (both from one eval_epilogue
+/// call, which the caller has already made), in absolute terms: how far
 /// the tail's output can move when its GEMM input moves by up to `delta` (the GEMM's own
 /// tolerance), enclosed by eval_epilogue_range over [acc - delta, acc + delta]; plus fp32
 /// evaluation of the tail: 64 units in the last place of the magnitudes involved — the
@@ -223,14 +224,12 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
 /// plus rounding the result to D's dtype
 /// (`out_unit` |result|, its unit roundoff: 2^-8 for bf16, where a saturated tail's slope
 /// is zero but its stored value still rounds).
-FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, double r0, const double* inputs,
-                                           double delta, double out_unit) {
+FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double acc, double r0, double peak,
+                                           const double* inputs, double delta, double out_unit) {
   double lo, hi;
   eval_epilogue_range(prog, acc - delta, acc + delta, inputs, &lo, &hi);
   const double spread = fmax(hi - r0, r0 - lo);
   const double reach = fmax(fabs(lo), fabs(hi));
-  double peak = 0;
-  eval_epilogue<double>(prog, acc, inputs, nullptr, &peak);
   double mag = fabs(r0) + fmax(fabs(acc), peak) + (reach == reach && reach < INFINITY ? reach : 0.0);
   for (int i = 0; i < 4; ++i) mag += fabs(inputs[i]);
   return (spread == spread ? spread : INFINITY) + 64.0 * 5.9604644775390625e-08 * mag + out_unit * fabs(r0);  // 2^-24

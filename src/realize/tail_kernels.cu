@@ -117,7 +117,7 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
     if (peak > max_finite<float>()) continue;  // an intermediate beyond fp32's: so does any fp32 tail
     const double err = sum.add(v, r, first);
     if (err < 0) continue;
-    const double bound = epilogue_error_bound(prog, acc, r, x, delta, out_unit);
+    const double bound = epilogue_error_bound(prog, acc, r, peak, x, delta, out_unit);
     if (err > bound) {
       ++sum.over_bound;
       witness(stats, e, acc, r, v, bound);

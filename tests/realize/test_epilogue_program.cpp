@@ -31,10 +31,13 @@ double eval(const json& tree, double acc, double c0 = 0) {
 
 const std::string T = " : f32[8,4]{4,1} = ";
 
-// epilogue_error_bound at acc, with the tail's value there as the kernels compute it first.
+// epilogue_error_bound at acc, with the tail's value and peak there as the kernels compute
+// them first.
 double bound_at(const EpilogueProgram& prog, double acc, double delta, double out_unit) {
   const double in[4] = {0, 0, 0, 0};
-  return epilogue_error_bound(prog, acc, eval_epilogue<double>(prog, acc, in), in, delta, out_unit);
+  double peak = 0;
+  const double r = eval_epilogue<double>(prog, acc, in, nullptr, &peak);
+  return epilogue_error_bound(prog, acc, r, peak, in, delta, out_unit);
 }
 
 }  // namespace
