@@ -109,7 +109,7 @@ MaskProof prove_mask(const graph::GraphIndex& g, const std::string& mask) {
       if (!last_two_kept(t_in, t))
         return unknown(fmt::format("%{} ({}) changes the last two dims of the mask", n->name, op));
     } else if (op == "aten.eq.Scalar" || op == "aten.ne.Scalar") {
-      const std::optional<double> c = n->args.size() > 1 ? number(n->args[1]) : std::nullopt;
+      const std::optional<double> c = n->args.size() > 1 ? n->args[1].number() : std::nullopt;
       const bool flip = n->args.size() > 1 && n->args[1].get_if<bool>() ? !*n->args[1].get_if<bool>() : c == 0.0;
       const bool keep = n->args.size() > 1 && n->args[1].get_if<bool>() ? *n->args[1].get_if<bool>() : c == 1.0;
       if (!flip && !keep)

@@ -27,12 +27,6 @@ const Node* only_user(const GraphIndex& g, const std::string& value) {
   return users.size() == 1 ? users[0] : nullptr;
 }
 
-std::optional<double> number(const Arg& a) {
-  if (auto* i = a.get_if<int64_t>()) return static_cast<double>(*i);
-  if (auto* d = a.get_if<double>()) return *d;
-  return std::nullopt;
-}
-
 const Arg* arg_or_kwarg(const Node& n, size_t i, std::string_view key) {
   if (i < n.args.size()) return &n.args[i];
   return n.kwarg(key);
@@ -80,12 +74,12 @@ std::optional<ScaleOp> scale_op(const Node& n) {
   if ((!mul && !div) || n.args.size() != 2 || !n.kwargs.empty()) return std::nullopt;
   const std::string *a = n.args[0].ref(), *b = n.args[1].ref();
   if (a && !b) {
-    std::optional<double> c = number(n.args[1]);
+    std::optional<double> c = n.args[1].number();
     if (!c) return std::nullopt;
     return ScaleOp{*a, mul ? *c : 1.0 / *c};
   }
   if (mul && b && !a) {
-    std::optional<double> c = number(n.args[0]);
+    std::optional<double> c = n.args[0].number();
     if (!c) return std::nullopt;
     return ScaleOp{*b, *c};
   }
@@ -261,7 +255,7 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
                          cur, other_readers(g, cur, nullptr)));
     const Node* u = users[0];
     if (u->op == "aten.dropout.default" && u->outputs.size() == 1) {
-      const std::optional<double> prob = u->args.size() > 1 ? number(u->args[1]) : std::nullopt;
+      const std::optional<double> prob = u->args.size() > 1 ? u->args[1].number() : std::nullopt;
       const bool* train = u->args.size() > 2 ? u->args[2].get_if<bool>() : nullptr;
       if (!prob || !train) reject(fmt::format("%{}: dropout without a constant p and train flag", u->name));
       if (*prob != 0.0 && *train)
@@ -305,7 +299,7 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
     } else if (n->op == "aten.masked_fill.Scalar" && n->args.size() == 3 && n->args[1].ref()) {
       if (p.mask != MaskKind::none)
         reject(fmt::format("%{} is a second mask of the scores: the kernel applies one", n->name));
-      const std::optional<double> fill = number(n->args[2]);
+      const std::optional<double> fill = n->args[2].number();
       // A finite fill (-1e9, torch.finfo(float32).min), times the scales after it, of at
       // most kFiniteFill removes a key as -inf does: exp(fill - row max) is 0 in fp32 unless
       // every kept score of the row is below kFiniteFill + 104. A causal row always keeps
@@ -330,7 +324,7 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
       next = *n->args[0].ref();
     } else if (n->op == "aten.add.Tensor" && n->args.size() == 2) {
       const Arg* alpha = n->kwarg("alpha");
-      if (alpha && number(*alpha) != 1.0)
+      if (alpha && alpha->number() != 1.0)
         reject(fmt::format("%{} adds the mask times alpha={}", n->name, graph::format_arg(*alpha)));
       const bool first = n->args[0].ref() && scores_product(g, *n->args[0].ref()) == qk;
       const std::string* m = n->args[first ? 1 : 0].ref();
@@ -400,7 +394,7 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   }
   const TensorType& q = g.type(p.q);
   if (const Arg* d = arg_or_kwarg(n, 4, "dropout_p"); d && !d->is<graph::None>()) {
-    const std::optional<double> prob = number(*d);
+    const std::optional<double> prob = d->number();
     if (!prob || *prob != 0.0)
       reject(fmt::format("%{} has dropout_p={}: SDPA's dropout is active whatever the module's mode; the "
                          "attention rule matches attention without dropout", n.name, graph::format_arg(*d)));
@@ -409,7 +403,7 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   const bool is_causal = causal && causal->get_if<bool>() && *causal->get_if<bool>();
   const Arg* scale = arg_or_kwarg(n, 6, "scale");
   if (scale && !scale->is<graph::None>()) {
-    const std::optional<double> c = number(*scale);
+    const std::optional<double> c = scale->number();
     if (!c || !std::isfinite(*c)) reject(fmt::format("%{} has scale={}: not a finite number", n.name, graph::format_arg(*scale)));
     p.scale = *c;
   } else {

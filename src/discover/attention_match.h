@@ -102,8 +102,6 @@ MaskProof prove_mask(const graph::GraphIndex& g, const std::string& mask);
 bool is_graph_output(const graph::GraphIndex& g, std::string_view value);
 /// The one node reading `value` when exactly one does and it is not a graph output; else nullptr.
 const graph::Node* only_user(const graph::GraphIndex& g, const std::string& value);
-/// An integer or float constant as a double.
-std::optional<double> number(const graph::Arg& a);
 /// Positional argument `i`, else the kwarg `key`; nullptr when neither is given.
 const graph::Arg* arg_or_kwarg(const graph::Node& n, size_t i, std::string_view key);
 /// "[2, 4, 8, 8]".

@@ -37,13 +37,8 @@ Expr call(const std::string& op, const std::vector<Expr>& args) {
   return {text + ")", {{"op", op}, {"args", list}}};
 }
 
-// A number argument (int or float), or nullopt.
-std::optional<double> number(const Arg* a) {
-  if (!a) return std::nullopt;
-  if (auto* d = a->get_if<double>()) return *d;
-  if (auto* i = a->get_if<int64_t>()) return double(*i);
-  return std::nullopt;
-}
+// A number argument (int or float), or nullopt (also for an argument not given).
+std::optional<double> number(const Arg* a) { return a ? a->number() : std::nullopt; }
 
 // Argument `i` or kwarg `key` of a node, or nullptr.
 const Arg* arg(const Node& n, size_t i, const char* key) {

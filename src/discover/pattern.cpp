@@ -75,12 +75,6 @@ namespace {
 using graph::Arg;
 using graph::Node;
 
-std::optional<double> number_of(const Arg& a) {
-  if (auto* d = a.get_if<double>()) return *d;
-  if (auto* i = a.get_if<int64_t>()) return double(*i);
-  return std::nullopt;
-}
-
 // A partial match while the tree is walked.
 struct Partial {
   PatternMatch m;
@@ -104,7 +98,7 @@ class Matcher {
         return {out};
       }
       case PatternExpr::Kind::number: {
-        auto v = number_of(a);
+        auto v = a.number();
         if (!v) return {};
         if (p.rel_tol >= 0 && std::abs(*v - p.value) > p.rel_tol * std::abs(p.value)) return {};
         if (p.name.empty()) return {in};

@@ -70,6 +70,12 @@ struct Arg {
     auto* r = std::get_if<Ref>(&value);
     return r ? &r->name : nullptr;
   }
+  /// An int or float constant as a double; nullopt for anything else (a bool included).
+  std::optional<double> number() const {
+    if (auto* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&value)) return *d;
+    return std::nullopt;
+  }
   bool operator==(const Arg&) const = default;
 };
 

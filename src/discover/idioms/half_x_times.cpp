@@ -20,10 +20,7 @@ PatternExpr one_plus(const PatternExpr& f) {
       .allowing("alpha")
       .where([](const graph::Node& n) {
         const graph::Arg* a = n.kwarg("alpha");
-        if (!a) return true;
-        if (auto* d = a->get_if<double>()) return *d == 1.0;
-        if (auto* i = a->get_if<int64_t>()) return *i == 1;
-        return false;
+        return !a || a->number() == 1.0;
       });
 }
 

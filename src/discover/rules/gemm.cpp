@@ -137,8 +137,7 @@ struct GemmInputs {
 double scalar_kwarg(const Node& n, const char* key) {
   const Arg* a = n.kwarg(key);
   if (!a) return 1.0;
-  if (auto* i = a->get_if<int64_t>()) return static_cast<double>(*i);
-  if (auto* d = a->get_if<double>()) return *d;
+  if (std::optional<double> v = a->number()) return *v;
   throw Reject{fmt::format("{} is not a number", key)};
 }
 
