@@ -227,15 +227,24 @@ def _sdpa_inputs(mask: torch.Tensor) -> list[torch.Tensor]:
     return [torch.randn(2, 4, 6, 8, generator=g) for _ in range(3)] + [mask]
 
 
+def _sdpa_module(tmp_path, lib: str, symbol: str = "fa_keep", mask: torch.Tensor | None = None,
+                 kind: str = "keep", **problem):
+    """The SDPA block (B 2, H 4, T 6, D 8) as a whole-graph artifact over ``lib``, loaded with
+    its binding run on the CPU: the module, its inputs (``mask``, all-True keep by default)
+    and the artifact directory. ``problem`` adds keys to the attention problem."""
+    inputs = _sdpa_inputs(torch.ones(6, 6, dtype=torch.bool) if mask is None else mask)
+    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, lib,
+                                {**attn_problem(2, 4, 4, 6, 6, 8, kind, _BHTD, "bhtd"), **problem},
+                                _QKVM, symbol)
+    fm = load(art)
+    fm.bindings["p0"].device_type = "cpu"
+    return fm, inputs, art
+
+
 def test_broadcast_keep_mask(tmp_path, attention_library: str) -> None:
     keep = torch.rand(6, 6, generator=torch.Generator().manual_seed(1)) > 0.4
     keep[:, 0] = True
-    inputs = _sdpa_inputs(keep)
-    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
-                                attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
-                                "fa_keep")
-    fm = load(art)
-    fm.bindings["p0"].device_type = "cpu"
+    fm, inputs, art = _sdpa_module(tmp_path, attention_library, mask=keep)
     out = fm(*inputs)
     assert fm.fallback_counts() == {"p0": 0}
     torch.testing.assert_close(out, _Sdpa()(*inputs), rtol=1e-5, atol=1e-5)
@@ -258,12 +267,7 @@ def test_sdpa_form_asks_the_kernel_for_zeros_in_fully_masked_rows(tmp_path,
     keep = torch.rand(6, 6, generator=torch.Generator().manual_seed(5)) > 0.4
     keep[:, 0] = True
     keep[2] = False  # query 2 sees no key: SDPA writes 0 there, the hand-written form NaN
-    inputs = _sdpa_inputs(keep)
-    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
-                                {**attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"),
-                                 "form": "sdpa"}, _QKVM, "fa_keep")
-    fm = load(art)
-    fm.bindings["p0"].device_type = "cpu"
+    fm, inputs, art = _sdpa_module(tmp_path, attention_library, mask=keep, form="sdpa")
     out = fm(*inputs)
     assert last_args(art).flags == FACT_ATTN_FLAG_EMPTY_ROW_ZERO
     assert (out[:, :, 2] == 0).all() and not out.isnan().any()
@@ -274,12 +278,8 @@ def test_additive_mask_per_batch_broadcast_over_heads(tmp_path,
                                                       attention_library: str) -> None:
     add = torch.randn(2, 1, 6, 6, generator=torch.Generator().manual_seed(2))
     add[:, :, :, 4] = float("-inf")
-    inputs = _sdpa_inputs(add)
-    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, attention_library,
-                                attn_problem(2, 4, 4, 6, 6, 8, "additive", _BHTD, "bhtd"), _QKVM,
-                                "fa_additive")
-    fm = load(art)
-    fm.bindings["p0"].device_type = "cpu"
+    fm, inputs, art = _sdpa_module(tmp_path, attention_library, "fa_additive", mask=add,
+                                   kind="additive")
     torch.testing.assert_close(fm(*inputs), _Sdpa()(*inputs), rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {"p0": 0}
     last = last_args(art)
@@ -320,17 +320,6 @@ def test_grouped_query_heads_read_the_shared_kv_heads(tmp_path,
     assert fm.fallback_counts() == {"p0": 0}
     last = last_args(art)
     assert (last.heads, last.kv_heads, last.k_head_stride) == (6, 2, 40)
-
-
-def _sdpa_module(tmp_path, lib: str, symbol: str = "fa_keep"):
-    keep = torch.ones(6, 6, dtype=torch.bool)
-    inputs = _sdpa_inputs(keep)
-    art = _whole_graph_artifact(tmp_path, _Sdpa(), inputs, lib,
-                                attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"), _QKVM,
-                                symbol)
-    fm = load(art)
-    fm.bindings["p0"].device_type = "cpu"
-    return fm, inputs, art
 
 
 def test_strided_operands_are_read_in_place(tmp_path, attention_library: str) -> None:
