@@ -1,13 +1,12 @@
 #include "realize/attention_candidates.h"
 
-#include <dlfcn.h>
-
 #include <fmt/format.h>
 
 #include "realize/attention_kernels.h"
 #include "realize/cuda_check.h"
 #include "realize/device_buffer.h"
 #include "realize/gemm_candidates.h"
+#include "realize/kernel_library.h"
 
 namespace fact::realize {
 
@@ -47,17 +46,12 @@ std::string return_code_text(int rc) {
 
 class KernelCandidate final : public AttentionCandidate {
  public:
-  KernelCandidate(std::string name, void* handle, const std::string& symbol) : name_(std::move(name)), handle_(handle) {
-    auto sym = [&](const char* suffix) {
-      void* f = dlsym(handle_, (symbol + suffix).c_str());
-      if (!f) throw Error("kernel library lacks symbol " + symbol + suffix);
-      return f;
-    };
-    can_implement_ = reinterpret_cast<fact_attn_can_implement_fn>(sym("_can_implement"));
-    workspace_fn_ = reinterpret_cast<fact_attn_workspace_bytes_fn>(sym("_workspace_bytes"));
-    run_ = reinterpret_cast<fact_attn_run_fn>(sym("_run"));
-  }
-  ~KernelCandidate() override { dlclose(handle_); }
+  KernelCandidate(std::string name, const std::string& library, const std::string& symbol)
+      : name_(std::move(name)),
+        library_(library),
+        can_implement_(library_.function<fact_attn_can_implement_fn>(symbol, "_can_implement")),
+        workspace_fn_(library_.function<fact_attn_workspace_bytes_fn>(symbol, "_workspace_bytes")),
+        run_(library_.function<fact_attn_run_fn>(symbol, "_run")) {}
   const std::string& name() const override { return name_; }
   const char* impl() const override { return "cutlass"; }
   size_t workspace_bytes() const override { return workspace_.bytes(); }
@@ -78,7 +72,7 @@ class KernelCandidate final : public AttentionCandidate {
 
  private:
   std::string name_;
-  void* handle_;
+  KernelLibrary library_;
   fact_attn_can_implement_fn can_implement_;
   fact_attn_workspace_bytes_fn workspace_fn_;
   fact_attn_run_fn run_;
@@ -155,14 +149,7 @@ class VendorBound final : public AttentionCandidate {
 
 std::unique_ptr<AttentionCandidate> load_attention_candidate(const std::string& name, const std::string& library,
                                                              const std::string& symbol) {
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw Error("cannot load kernel library " + library + ": " + dlerror());
-  try {
-    return std::make_unique<KernelCandidate>(name, handle, symbol);
-  } catch (...) {
-    dlclose(handle);
-    throw;
-  }
+  return std::make_unique<KernelCandidate>(name, library, symbol);
 }
 
 std::unique_ptr<AttentionCandidate> make_attention_vendor_bound(const AttentionProblem& p, Precision policy) {

@@ -1,9 +1,8 @@
 #include "realize/gemm_candidates.h"
 
-#include <dlfcn.h>
-
 #include "realize/cuda_check.h"
 #include "realize/gpu_kernels.h"
+#include "realize/kernel_library.h"
 
 namespace fact::realize {
 
@@ -35,18 +34,13 @@ CublasMapping cublas_mapping(const GemmProblem& p) {
 
 class CutlassCandidate final : public GemmCandidate {
  public:
-  CutlassCandidate(std::string name, void* handle, const std::string& symbol, const GemmRuntime& runtime)
-      : name_(std::move(name)), handle_(handle), runtime_(runtime) {
-    auto sym = [&](const char* suffix) {
-      void* f = dlsym(handle_, (symbol + suffix).c_str());
-      if (!f) throw Error("kernel library lacks symbol " + symbol + suffix);
-      return f;
-    };
-    can_implement_ = reinterpret_cast<fact_can_implement_fn>(sym("_can_implement"));
-    workspace_fn_ = reinterpret_cast<fact_workspace_bytes_fn>(sym("_workspace_bytes"));
-    run_ = reinterpret_cast<fact_run_fn>(sym("_run"));
-  }
-  ~CutlassCandidate() override { dlclose(handle_); }
+  CutlassCandidate(std::string name, const std::string& library, const std::string& symbol, const GemmRuntime& runtime)
+      : name_(std::move(name)),
+        library_(library),
+        runtime_(runtime),
+        can_implement_(library_.function<fact_can_implement_fn>(symbol, "_can_implement")),
+        workspace_fn_(library_.function<fact_workspace_bytes_fn>(symbol, "_workspace_bytes")),
+        run_(library_.function<fact_run_fn>(symbol, "_run")) {}
   const std::string& name() const override { return name_; }
   const char* impl() const override { return "cutlass"; }
   size_t workspace_bytes() const override { return workspace_.bytes(); }
@@ -74,7 +68,7 @@ class CutlassCandidate final : public GemmCandidate {
   }
 
   std::string name_;
-  void* handle_;
+  KernelLibrary library_;
   GemmRuntime runtime_;
   fact_can_implement_fn can_implement_;
   fact_workspace_bytes_fn workspace_fn_;
@@ -132,14 +126,7 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,
                                                       const std::string& symbol,
                                                       const GemmRuntime& runtime) {
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) throw Error("cannot load kernel library " + library + ": " + dlerror());
-  try {
-    return std::make_unique<CutlassCandidate>(name, handle, symbol, runtime);
-  } catch (...) {
-    dlclose(handle);
-    throw;
-  }
+  return std::make_unique<CutlassCandidate>(name, library, symbol, runtime);
 }
 
 std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy) {
