@@ -9,6 +9,7 @@
 
 #include "discover/cost_model.h"
 #include "discover/idiom.h"
+#include "discover/pattern.h"
 #include "graph/text.h"
 
 namespace fact::discover {
@@ -280,7 +281,6 @@ const std::vector<EpilogueOp>& epilogue_ops() {
 EpilogueSearch find_epilogue(const graph::GraphIndex& g, const std::string& acc) {
   EpilogueSearch out;
   const auto& graph = g.graph();
-  const std::set<std::string> graph_outputs(graph.outputs.begin(), graph.outputs.end());
   Builder b(g, acc);
   const Node* producer = g.producer(acc);
   const size_t start = producer ? g.position(*producer) + 1 : 0;
@@ -316,22 +316,8 @@ EpilogueSearch find_epilogue(const graph::GraphIndex& g, const std::string& acc)
       if (in.count(grown[i])) closed.push_back(grown[i]);
     std::set<std::string> values{acc};
     for (const Node* n : closed) values.insert(n->outputs[0].name);
-    const std::string root = grown[r]->outputs[0].name;
-    std::string failure;
-    for (const auto& v : values) {
-      if (v == root) continue;
-      if (graph_outputs.count(v)) {
-        failure = fmt::format("%{} is a graph output, so it cannot stay inside an epilogue", v);
-        break;
-      }
-      for (const Node* user : g.users(v)) {
-        if (!in.count(user)) {
-          failure = fmt::format("%{} is also read by %{}, outside the epilogue", v, user->name);
-          break;
-        }
-      }
-      if (!failure.empty()) break;
-    }
+    values.erase(grown[r]->outputs[0].name);  // the root is what the kernel writes
+    const std::string failure = read_outside(g, values, in, "stay inside an epilogue", "outside the epilogue");
     if (failure.empty()) {
       out.epilogue = b.finish(closed);
       if (!first_failure.empty()) out.stop = first_failure;  // why a longer tail did not close

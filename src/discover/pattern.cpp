@@ -189,23 +189,29 @@ std::optional<PatternMatch> match_first(const graph::GraphIndex& g, const Patter
   return std::move(all.front());
 }
 
-std::string single_use_violation(const graph::GraphIndex& g, const PatternMatch& m) {
-  if (m.nodes.empty()) return "";
-  const std::set<const Node*> inside(m.nodes.begin(), m.nodes.end());
+std::string read_outside(const graph::GraphIndex& g, const std::set<std::string>& values,
+                         const std::set<const Node*>& inside, std::string_view cannot, std::string_view outside) {
   const auto& outputs = g.graph().outputs;
-  const Node* root = m.nodes.back();
-  for (const Node* n : m.nodes) {
-    if (n == root) continue;
-    for (const auto& v : n->outputs) {
-      if (std::find(outputs.begin(), outputs.end(), v.name) != outputs.end()) {
-        return fmt::format("%{} is a graph output, so it cannot vanish inside the match", v.name);
-      }
-      for (const Node* user : g.users(v.name)) {
-        if (!inside.count(user)) return fmt::format("%{} is also read by %{}, outside the match", v.name, user->name);
-      }
+  for (const auto& v : values) {
+    if (std::find(outputs.begin(), outputs.end(), v) != outputs.end()) {
+      return fmt::format("%{} is a graph output, so it cannot {}", v, cannot);
+    }
+    for (const Node* user : g.users(v)) {
+      if (!inside.count(user)) return fmt::format("%{} is also read by %{}, {}", v, user->name, outside);
     }
   }
   return "";
+}
+
+std::string single_use_violation(const graph::GraphIndex& g, const PatternMatch& m) {
+  if (m.nodes.empty()) return "";
+  std::set<std::string> interior;
+  for (const Node* n : m.nodes) {
+    if (n == m.nodes.back()) continue;  // the root's value is the match's output
+    for (const auto& v : n->outputs) interior.insert(v.name);
+  }
+  return read_outside(g, interior, std::set<const Node*>(m.nodes.begin(), m.nodes.end()),
+                      "vanish inside the match", "outside the match");
 }
 
 }  // namespace fact::discover

@@ -20,7 +20,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -81,5 +83,13 @@ std::optional<PatternMatch> match_first(const graph::GraphIndex& g, const Patter
 /// root's, is read by no node outside the match and is not a graph output. Returns why
 /// not ("%sigmoid is also read by %sum, outside the match"), or "" when it may.
 std::string single_use_violation(const graph::GraphIndex& g, const PatternMatch& m);
+
+/// The check behind single_use_violation, for any set of values about to vanish (the
+/// epilogue search uses it for a tail): the first of `values` (in order) that is a graph
+/// output — "%v is a graph output, so it cannot <cannot>" — or is read by a node not in
+/// `inside` — "%v is also read by %u, <outside>" —, or "".
+std::string read_outside(const graph::GraphIndex& g, const std::set<std::string>& values,
+                         const std::set<const graph::Node*>& inside, std::string_view cannot,
+                         std::string_view outside);
 
 }  // namespace fact::discover
