@@ -81,6 +81,18 @@ struct Partial {
   std::set<const Node*> seen;
 };
 
+// `in` with `name` bound to `v` in one of its maps (values or numbers): unchanged when it
+// is already bound to `v`, no extension when it is bound to something else.
+template <class V>
+std::vector<Partial> bound(const Partial& in, std::map<std::string, V> PatternMatch::*map, const std::string& name,
+                          const V& v) {
+  auto it = (in.m.*map).find(name);
+  if (it != (in.m.*map).end()) return it->second == v ? std::vector<Partial>{in} : std::vector<Partial>{};
+  Partial out = in;
+  (out.m.*map)[name] = v;
+  return {out};
+}
+
 class Matcher {
  public:
   explicit Matcher(const graph::GraphIndex& g) : g_(g) {}
@@ -91,22 +103,14 @@ class Matcher {
       case PatternExpr::Kind::capture: {
         const std::string* v = a.ref();
         if (!v) return {};
-        auto it = in.m.values.find(p.name);
-        if (it != in.m.values.end()) return it->second == *v ? std::vector<Partial>{in} : std::vector<Partial>{};
-        Partial out = in;
-        out.m.values[p.name] = *v;
-        return {out};
+        return bound(in, &PatternMatch::values, p.name, *v);
       }
       case PatternExpr::Kind::number: {
         auto v = a.number();
         if (!v) return {};
         if (p.rel_tol >= 0 && std::abs(*v - p.value) > p.rel_tol * std::abs(p.value)) return {};
         if (p.name.empty()) return {in};
-        auto it = in.m.numbers.find(p.name);
-        if (it != in.m.numbers.end()) return it->second == *v ? std::vector<Partial>{in} : std::vector<Partial>{};
-        Partial out = in;
-        out.m.numbers[p.name] = *v;
-        return {out};
+        return bound(in, &PatternMatch::numbers, p.name, *v);
       }
       case PatternExpr::Kind::none:
         return a.is<graph::None>() ? std::vector<Partial>{in} : std::vector<Partial>{};
