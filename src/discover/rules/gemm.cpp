@@ -175,7 +175,7 @@ const std::vector<GemmForm>& gemm_forms() {
         {op({"aten.matmul.default"}, {a, b}), 2, kAnyRank, 2, kAnyRank, false},
         {op({"aten.addmm.default"}, {bias, a, b}).allowing("alpha").allowing("beta"), 2, 2, 2, 2, false},
         // x [..., K] is A with its leading dims as batch (folded into M when possible).
-        {op({"aten.linear.default"}, {a, b}), 2, kAnyRank, 2, 2, true},
+        // The bias as a third argument (or None), or as the kwarg `bias` (read by inputs_of).
         {op({"aten.linear.default"}, {a, b, any_of({bias, none_arg()})}), 2, kAnyRank, 2, 2, true},
         {op({"aten.linear.default"}, {a, b}).allowing("bias"), 2, kAnyRank, 2, 2, true},
     };
