@@ -61,7 +61,7 @@ class FactGemmArgs(ctypes.Structure):
         ("d", ctypes.c_void_p), ("ldd", ctypes.c_int64), ("batch_stride_d", ctypes.c_int64),
         ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
         ("splits", ctypes.c_int32), ("raster", ctypes.c_int32), ("swizzle", ctypes.c_int32),
-        ("stage_chunks", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
         ("epi", ctypes.c_void_p * MAX_EPILOGUE_INPUTS),
         ("epi_ld", ctypes.c_int64 * MAX_EPILOGUE_INPUTS),
         ("epi_batch_stride", ctypes.c_int64 * MAX_EPILOGUE_INPUTS),
@@ -200,7 +200,7 @@ def gemm_args(binding: "KernelBinding", inputs: Sequence[torch.Tensor],
         d=d.data_ptr(), ldd=int(p["ldd"]), batch_stride_d=int(p.get("batch_stride_d", 0)),
         alpha=float(p.get("alpha", 1.0)), beta=float(p.get("beta", beta_default)),
         splits=int(rt.get("splits", 0)), raster=int(rt.get("raster", 0)),
-        swizzle=int(rt.get("swizzle", 0)), stage_chunks=int(rt.get("chunks", 0)))
+        swizzle=int(rt.get("swizzle", 0)))
     batched = int(p.get("l", 1)) > 1
     for i, index, kind in binding.epi_slots:
         t = inputs[index]
@@ -355,7 +355,7 @@ GEMM = Abi(
     errors={1: "FACT_ERR_BIAS_MISMATCH: bias given to a kernel without bias, or missing",
             2: "FACT_ERR_BETA: this kernel adds the bias with beta == 1 only",
             3: "FACT_ERR_WORKSPACE: workspace smaller than _workspace_bytes",
-            4: "FACT_ERR_SCHEDULER: splits/raster/swizzle/stage_chunks out of range",
+            4: "FACT_ERR_SCHEDULER: splits/raster/swizzle out of range",
             FACT_ERR_EPILOGUE_INPUT: "FACT_ERR_EPILOGUE_INPUT: an input the fused tail reads "
                                      "is NULL"})
 

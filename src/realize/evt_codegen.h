@@ -21,9 +21,8 @@
 namespace fact::realize {
 
 /// The fusion's C++ source for the kernel template: `declarations` define FusionOp (and
-/// the functors it needs) plus kEpiInputMask / kEpiTensorMask / kEpiMVectorMask (bit I:
-/// the tail reads epi[I]; epi[I] is a tensor of D's shape; epi[I] is a vector along M)
-/// where the template declares its fusion;
+/// the functors it needs) plus kEpiInputMask / kEpiTensorMask (bit I: the tail reads
+/// epi[I]; epi[I] is a tensor of D's shape) where the template declares its fusion;
 /// `arguments` is a statement that sets `args.epilogue.thread` from `p` (FactGemmArgs) in
 /// make_arguments.
 struct EvtSource {

@@ -64,7 +64,6 @@ class CutlassCandidate final : public GemmCandidate {
     args.splits = runtime_.splits;
     args.raster = runtime_.raster;
     args.swizzle = runtime_.swizzle;
-    args.stage_chunks = runtime_.chunks;
     return args;
   }
 

@@ -280,14 +280,11 @@ std::vector<GemmKernelChoice> gemm_kernel_choices(const std::vector<GemmFamilyKe
   return firsts;
 }
 
-std::vector<GemmRuntime> gemm_runtime_variants(const GemmFamilyKey& f, const GemmConfig& c, const GemmProblem& p,
-                                               int sm_count) {
+std::vector<GemmRuntime> gemm_runtime_variants(const GemmConfig& c, const GemmProblem& p, int sm_count) {
   std::vector<GemmRuntime> out{GemmRuntime{}};
   const double tiles = std::ceil(double(p.m) / c.tile_m) * std::ceil(double(p.n) / c.tile_n) * double(p.l);
   if (c.scheduler == TileScheduler::Persistent) {
     if (tiles > sm_count) out.push_back({0, 0, 4});
-    const bool one_staged = f.stage_a != f.stage_b && f.split == 1;
-    if (one_staged && p.l == 1 && tiles >= 2.0 * sm_count * 0.95) out.push_back({0, 0, 0, 2});
     return out;
   }
   const int64_t k_tiles = (p.k + c.tile_k - 1) / c.tile_k;
@@ -306,7 +303,6 @@ std::string runtime_suffix(const GemmRuntime& r) {
   if (r.raster == 1) s += "+rasterM";
   if (r.raster == 2) s += "+rasterN";
   if (r.swizzle > 1) s += fmt::format("+swz{}", r.swizzle);
-  if (r.chunks > 1) s += fmt::format("+chunks{}", r.chunks);
   return s;
 }
 
@@ -338,9 +334,6 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
       if (r.swizzle != 2 && r.swizzle != 4 && r.swizzle != 8) {
         throw Error("candidate " + candidate + ": swizzle must be 2, 4 or 8");
       }
-    } else if (opt.rfind("chunks", 0) == 0) {
-      r.chunks = whole_number(opt.substr(6), opt);
-      if (r.chunks < 2 || r.chunks > 4) throw Error("candidate " + candidate + ": chunks must be 2, 3 or 4");
     } else {
       throw Error("candidate " + candidate + ": unknown run-time option '" + opt + "'");
     }

@@ -51,13 +51,12 @@ struct GemmFamilyKey {
   bool operator==(const GemmFamilyKey&) const = default;
 };
 
-/// Options a candidate sets at run time (FactGemmArgs.splits/raster/swizzle/stage_chunks);
+/// Scheduler options a candidate sets at run time (FactGemmArgs.splits/raster/swizzle);
 /// zeros are CUTLASS's defaults.
 struct GemmRuntime {
   int splits = 0;   // > 1: split-K with this many splits (stream-K kernels only)
   int raster = 0;   // 0 heuristic, 1 along M, 2 along N
   int swizzle = 0;  // 0/1 none, else 2, 4 or 8
-  int chunks = 0;   // > 1: stage and run in this many chunks (2..4; see gemm_runtime_variants)
   bool operator==(const GemmRuntime&) const = default;
 };
 
@@ -105,18 +104,14 @@ std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const Gem
 std::vector<GemmKernelChoice> gemm_kernel_choices(const std::vector<GemmFamilyKey>& families,
                                                   const GemmProblem& p, int sm_count, int budget);
 
-/// Run-time variants tuned for one kernel of `family`: CUTLASS's defaults, a swizzle of 4
+/// Run-time scheduler variants tuned for one kernel: CUTLASS's defaults, a swizzle of 4
 /// for persistent kernels with more than one wave of tiles, and for stream-K kernels with
 /// fewer output tiles than SMs, split-K with about half, one and two SMs' worth of splits
-/// (at least 4 K tiles per split). A persistent tf32 kernel that stages exactly one operand
-/// of a single-batch problem with at least two waves of tiles also runs in 2 chunks along
-/// that operand's rows: each chunk is staged, then multiplied, so that the staged copy (half
-/// the size) is still in L2 when its GEMM reads it and most of its DRAM write is deferred
-/// into the compute-bound GEMM (docs/04-realization.md, "Staging").
-std::vector<GemmRuntime> gemm_runtime_variants(const GemmFamilyKey& family, const GemmConfig& config,
-                                               const GemmProblem& p, int sm_count);
+/// (at least 4 K tiles per split).
+std::vector<GemmRuntime> gemm_runtime_variants(const GemmConfig& config, const GemmProblem& p,
+                                               int sm_count);
 
-/// "" for defaults, else "+splitk<n>", "+raster{M,N}", "+swz<n>", "+chunks<n>" in that order.
+/// "" for defaults, else "+splitk<n>", "+raster{M,N}", "+swz<n>" in that order.
 std::string runtime_suffix(const GemmRuntime& r);
 
 /// Splits a candidate name into its kernel name and run-time options. Throws fact::Error

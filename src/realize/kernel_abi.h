@@ -31,11 +31,8 @@ typedef struct FactGemmArgs {
   /* Tile scheduler options, chosen by tuning without recompiling (0 = CUTLASS's default):
    * splits > 1 runs a stream-K kernel as split-K with that many K splits (ignored by
    * persistent kernels); raster 0 heuristic, 1 along M, 2 along N; swizzle = the largest
-   * swizzle size (1, 2, 4 or 8); stage_chunks > 1 (persistent tf32 kernels that stage one
-   * operand, one batch; 0 or 1 otherwise) stages and runs the problem in that many chunks
-   * (at most 4) along the staged operand's rows (M for -stA, N for -stB), so that each
-   * chunk's staged copy is still in L2 when its GEMM reads it. */
-  int32_t splits, raster, swizzle, stage_chunks;
+   * swizzle size (1, 2, 4 or 8). */
+  int32_t splits, raster, swizzle, reserved;
   /* External inputs c0..c3 of a fused elementwise tail (kernels whose name has an "evt"
    * token; NULL otherwise), of D's dtype. The kernel's tail fixes each input's kind: a
    * contiguous vector along N (N elements) or along M (M elements), shared by all batches;
@@ -50,7 +47,7 @@ enum {
   FACT_ERR_BIAS_MISMATCH = 1,   /* bias given to a kernel without bias, or missing */
   FACT_ERR_BETA = 2,            /* this kernel adds the bias with beta == 1 only */
   FACT_ERR_WORKSPACE = 3,       /* workspace smaller than _workspace_bytes */
-  FACT_ERR_SCHEDULER = 4,       /* splits/raster/swizzle/stage_chunks out of range */
+  FACT_ERR_SCHEDULER = 4,       /* splits/raster/swizzle out of range */
   FACT_ERR_EPILOGUE_INPUT = 5,  /* an input the fused tail reads is NULL */
   FACT_ERR_STATUS_BASE = 100,
   FACT_ERR_CUDA_BASE = 10000

@@ -38,7 +38,7 @@ struct PatternWork {
   std::string unsupported;               // non-empty: problem not realizable by CUTLASS here
   std::string invalid;                   // non-empty: the plan's problem could not be read
   std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
-  std::vector<GemmKernelChoice> choices;  // their families and configurations
+  std::vector<GemmConfig> configs;       // their configurations
   std::shared_ptr<const AttentionWork> attention;  // an attention pattern (else a GEMM)
   json out;                              // the pattern's realized.json entry
 };
@@ -123,7 +123,7 @@ int run_realize(const RealizeOptions& opt) {
           const std::string name = gemm_kernel_name(ch.family, ch.config);
           if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(ch.family, ch.config)};
           w.kernels.push_back(name);
-          w.choices.push_back(ch);
+          w.configs.push_back(ch.config);
         }
       } else {
         w.unsupported = why;
@@ -248,7 +248,7 @@ int run_realize(const RealizeOptions& opt) {
           continue;
         }
         // Scheduler options are run-time arguments: each variant is its own candidate.
-        for (const auto& rt : gemm_runtime_variants(w.choices[i].family, w.choices[i].config, w.problem, sm_count)) {
+        for (const auto& rt : gemm_runtime_variants(w.configs[i], w.problem, sm_count)) {
           runnable.push_back(load_cutlass_candidate(name + runtime_suffix(rt), b.library.string(), kernel_symbol(name), rt));
         }
       }

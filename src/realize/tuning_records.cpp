@@ -35,7 +35,7 @@ void set_candidate_build_fields(json& c, const std::map<std::string, BuildResult
   GemmRuntime rt;
   const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
   if (rt != GemmRuntime{}) {
-    c["runtime"] = {{"splits", rt.splits}, {"raster", rt.raster}, {"swizzle", rt.swizzle}, {"chunks", rt.chunks}};
+    c["runtime"] = {{"splits", rt.splits}, {"raster", rt.raster}, {"swizzle", rt.swizzle}};
   }
   auto it = built.find(kernel);
   if (it == built.end()) {

@@ -170,8 +170,7 @@ TEST(RuntimeVariants, SplitKForFewTilesAndSwizzleForManyWaves) {
   GemmProblem p;
   p.m = p.n = 256; p.k = 524288;
   GemmConfig sk{128, 128, 32, 1, 1, Schedule::Cooperative, TileScheduler::StreamK};
-  const GemmFamilyKey plain{};  // no staging
-  auto v = gemm_runtime_variants(plain, sk, p, 132);
+  auto v = gemm_runtime_variants(sk, p, 132);
   ASSERT_EQ(v.size(), 4u);  // default, then about 16, 33 and 66 splits for 4 tiles
   EXPECT_EQ(v[0], GemmRuntime{});
   EXPECT_EQ(v[1].splits, 17);
@@ -179,58 +178,21 @@ TEST(RuntimeVariants, SplitKForFewTilesAndSwizzleForManyWaves) {
   EXPECT_EQ(v[3].splits, 66);
   GemmConfig pers{128, 256, 32, 2, 1, Schedule::Cooperative, TileScheduler::Persistent};
   auto big = square_f32(8192);
-  ASSERT_EQ(gemm_runtime_variants(plain, pers, big, 132).size(), 2u);
-  EXPECT_EQ(gemm_runtime_variants(plain, pers, big, 132)[1].swizzle, 4);
-  EXPECT_EQ(gemm_runtime_variants(plain, pers, square_f32(1024), 132).size(), 1u);
-}
-
-TEST(RuntimeVariants, ChunkedStagingForOneStagedOperandOverTwoWaves) {
-  // KernelBench #16's shape (A^T B, 2048 x 4096 x 8192): 8 x 32 = 256 tiles of 256 x 128
-  // over 132 SMs, about two waves.
-  GemmProblem p = with_layouts(square_f32(2048), Layout::Col, Layout::Row);
-  p.n = 4096;
-  p.k = 8192;
-  GemmConfig pers{256, 128, 32, 1, 2, Schedule::Cooperative, TileScheduler::Persistent};
-  GemmFamilyKey st_a{};
-  st_a.stage_a = true;
-  auto v = gemm_runtime_variants(st_a, pers, p, 132);
-  ASSERT_EQ(v.size(), 3u);
-  EXPECT_EQ(v[1].swizzle, 4);
-  EXPECT_EQ(v[2], (GemmRuntime{0, 0, 0, 2}));
-  GemmFamilyKey st_b{};
-  st_b.stage_b = true;
-  EXPECT_EQ(gemm_runtime_variants(st_b, pers, p, 132).back().chunks, 2);
-  // Not for: both operands staged, 3xTF32, a batch, one wave, a stream-K kernel.
-  GemmFamilyKey both = st_a;
-  both.stage_b = true;
-  EXPECT_EQ(gemm_runtime_variants(both, pers, p, 132).size(), 2u);
-  GemmFamilyKey split3 = st_a;
-  split3.split = 3;
-  EXPECT_EQ(gemm_runtime_variants(split3, pers, p, 132).size(), 2u);
-  GemmProblem batched = p;
-  batched.l = 2;
-  EXPECT_EQ(gemm_runtime_variants(st_a, pers, batched, 132).back().chunks, 0);
-  GemmProblem one_wave = p;
-  one_wave.n = 2048;  // 128 tiles
-  EXPECT_EQ(gemm_runtime_variants(st_a, pers, one_wave, 132).back().chunks, 0);
-  GemmConfig sk = pers;
-  sk.scheduler = TileScheduler::StreamK;
-  for (const auto& r : gemm_runtime_variants(st_a, sk, p, 132)) EXPECT_EQ(r.chunks, 0);
+  ASSERT_EQ(gemm_runtime_variants(pers, big, 132).size(), 2u);
+  EXPECT_EQ(gemm_runtime_variants(pers, big, 132)[1].swizzle, 4);
+  EXPECT_EQ(gemm_runtime_variants(pers, square_f32(1024), 132).size(), 1u);
 }
 
 TEST(RuntimeVariants, CandidateNamesRoundTrip) {
   const std::string k = "cutlass3x_sm90a_tf32_rrr_128x128x32_1x1x1_coop_streamk_lincomb";
-  for (GemmRuntime r : {GemmRuntime{}, GemmRuntime{16, 0, 0}, GemmRuntime{0, 2, 4}, GemmRuntime{0, 1, 0},
-                        GemmRuntime{0, 0, 4, 2}}) {
+  for (GemmRuntime r : {GemmRuntime{}, GemmRuntime{16, 0, 0}, GemmRuntime{0, 2, 4}, GemmRuntime{0, 1, 0}}) {
     GemmRuntime back{7, 7, 7};
     EXPECT_EQ(split_candidate_name(k + runtime_suffix(r), back), k);
     EXPECT_EQ(back, r) << runtime_suffix(r);
   }
   EXPECT_EQ(runtime_suffix({16, 2, 4}), "+splitk16+rasterN+swz4");
-  EXPECT_EQ(runtime_suffix({0, 0, 4, 2}), "+swz4+chunks2");
   GemmRuntime r;
-  for (const char* bad : {"+turbo", "+splitk-3", "+splitk16abc", "+splitk1", "+swz3", "+swz", "+", "+chunks1",
-                          "+chunks5", "+chunks"}) {
+  for (const char* bad : {"+turbo", "+splitk-3", "+splitk16abc", "+splitk1", "+swz3", "+swz", "+"}) {
     EXPECT_THROW(split_candidate_name(k + bad, r), fact::Error) << bad;
   }
   EXPECT_THROW(split_candidate_name("+swz4", r), fact::Error);  // no kernel name
