@@ -69,6 +69,8 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"STAGING", f.split == 3 ? staging + ", split into tf32 parts (3xTF32)" : staging},
       {"ALIGN_D", f.align1_d ? "1" : "16 / int(sizeof(ElementD))"},
       {"STREAM_K", c.scheduler == TileScheduler::StreamK ? "true" : "false"},
+      // PDL after staging (see the template): staged persistent kernels.
+      {"PDL", (f.stage_a || f.stage_b) && c.scheduler == TileScheduler::Persistent ? "1" : "0"},
       {"HAS_BIAS", f.bias_n ? "true" : "false"},
       {"EVT", evt ? "true" : "false"},
       {"FUSION_DECLS", fusion.declarations},

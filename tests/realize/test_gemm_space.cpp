@@ -297,6 +297,15 @@ TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
   EXPECT_NE(src.find("st::stage_operand<kSplit, IsB>"), std::string::npos);
   EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, true>"), std::string::npos);
   EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, false>"), std::string::npos);
+  // PDL after staging only for persistent kernels: CUTLASS's stream-K scheduler does not
+  // compile with CUTLASS_ENABLE_GDC_FOR_SM90, and an unstaged GEMM has no copy to overlap.
+  EXPECT_NE(src.find("#define FACT_PDL 0"), std::string::npos);
+  c.scheduler = TileScheduler::Persistent;
+  EXPECT_NE(render_gemm_sm90(f, c).find("#define FACT_PDL 1"), std::string::npos);
+  f.stage_a = f.stage_b = false;
+  f.split = 1;
+  f.mma = "tf32";
+  EXPECT_NE(render_gemm_sm90(f, c).find("#define FACT_PDL 0"), std::string::npos);
 }
 
 TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
