@@ -38,7 +38,9 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   evt.epilogue_tree = tail;
   evt.epilogue_broadcast = {{"bias", "n"}, {"c0", "n"}, {"c1", "m"}, {"c2", "mn"}};
   const std::vector<Case> cases{
-      {{"tf32", DType::F32, Layout::Row, Layout::Row, false}, 32, P},
+      // A staged (PDL after the copy) and B^T through registers (the RS mainloop with the
+      // 128-byte-swizzled register operand); the evt case below is RS without staging.
+      {{"tf32", DType::F32, Layout::Col, Layout::Row, false, true}, 32, P},
       {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64, P},
       {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64, P},
       {{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true}, 32, TileScheduler::StreamK},
