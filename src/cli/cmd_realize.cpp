@@ -15,7 +15,7 @@ void add_realize_command(CLI::App& app) {
   cmd->add_option("-o,--output", *out, "realized.json to write");
   cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (docs/00-design.md §4)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
-  cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR or ~/.cache/fact)");
+  cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact)");
   cmd->add_option("-j,--jobs", opt->jobs, "parallel nvcc processes (default: by cores and memory)");
   cmd->add_option("--tune-budget", opt->tune_budget, "CUTLASS candidates built per pattern, best-ranked first (0 = all)");
   cmd->add_option("--nvcc", opt->nvcc, "nvcc to use");
