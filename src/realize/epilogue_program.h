@@ -8,6 +8,7 @@
 // x * tanh(log1p(exp(x))); hardtanh / clamp propagate NaN; leaky_relu(x, s) = x if x > 0
 // else s*x.
 #pragma once
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -138,8 +139,11 @@ FACT_HD inline double epilogue_critical_point(EpiOp op) {
 /// power across 0 is unbounded). A value
 /// used twice (x * sigmoid(x)) is treated as independent, so the enclosure may be wider
 /// than the true range, never narrower (up to rounding). Writes [*out_lo, *out_hi].
+/// `inputs` are points, or with `inputs_hi` the intervals [inputs[i], inputs_hi[i]]. An
+/// infinite end is evaluated at the largest finite double (silu(-inf) is the limit 0, not
+/// -inf / inf), and a bound that comes out NaN makes that interval [-inf, inf].
 FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, double hi, const double* inputs,
-                                        double* out_lo, double* out_hi) {
+                                        double* out_lo, double* out_hi, const double* inputs_hi = nullptr) {
   double sl[EpilogueProgram::kMaxStack], sh[EpilogueProgram::kMaxStack];
   int sp = 0;
   *out_lo = -INFINITY;
@@ -149,8 +153,9 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
     if (in.op <= EpiOp::input) {
       if (sp == EpilogueProgram::kMaxStack) return;
       const double v = in.op == EpiOp::scalar ? in.value : in.op == EpiOp::input ? inputs[int(in.value)] : 0.0;
+      const double vh = in.op == EpiOp::input && inputs_hi ? inputs_hi[int(in.value)] : v;
       sl[sp] = in.op == EpiOp::acc ? lo : v;
-      sh[sp] = in.op == EpiOp::acc ? hi : v;
+      sh[sp] = in.op == EpiOp::acc ? hi : vh;
       ++sp;
       continue;
     }
@@ -179,6 +184,7 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
         case EpiOp::min: rl = fmin(al, bl); rh = fmin(ah, bh); break;
         default: break;
       }
+      if (rl != rl || rh != rh) rl = -INFINITY, rh = INFINITY;  // 0 * inf, inf - inf
       sl[sp - 1] = rl;
       sh[sp - 1] = rh;
       continue;
@@ -190,7 +196,8 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
     one.code[0] = {EpiOp::acc, 0.0};
     one.code[1] = in;
     const double xl = sl[sp - 1], xh = sh[sp - 1];
-    const double fl = eval_epilogue<double>(one, xl, inputs), fh = eval_epilogue<double>(one, xh, inputs);
+    const double fl = eval_epilogue<double>(one, fmax(xl, -DBL_MAX), inputs);
+    const double fh = eval_epilogue<double>(one, fmin(xh, DBL_MAX), inputs);
     double rl = fmin(fl, fh), rh = fmax(fl, fh);
     const double c = epilogue_critical_point(in.op);
     if (c == c && xl < c && c < xh) {
@@ -201,6 +208,8 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
     if (in.op == EpiOp::pow && xl < 0 && xh > 0) rl = fmin(rl, 0.0);
     if (in.op == EpiOp::pow && in.value < 0 && xl <= 0 && xh >= 0) rl = -INFINITY, rh = INFINITY;  // a pole at 0
     if (fl != fl || fh != fh) rl = -INFINITY, rh = INFINITY;
+    if (rl <= -DBL_MAX) rl = -INFINITY;  // evaluated at the largest double: unbounded
+    if (rh >= DBL_MAX) rh = INFINITY;
     sl[sp - 1] = rl;
     sh[sp - 1] = rh;
   }

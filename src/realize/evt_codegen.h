@@ -12,7 +12,8 @@
 // clamp with scalar bounds, leaky_relu and pow with exponent 2 or 3 are rewritten into
 // those. Every node computes in fp32 with the accurate CUDA math functions (erff, tanhf,
 // expf, log1pf; no tanh.approx), as PyTorch's fp32 kernels do; the root converts to D's
-// element type.
+// element type. Before rendering, the tree is rewritten by the ranges its nodes can take
+// (evt_ranges.h: no-op clamps dropped, erf of a bounded argument through bounded_math.h).
 #pragma once
 #include <string>
 

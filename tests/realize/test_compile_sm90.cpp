@@ -28,7 +28,8 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   // Tail (h) of docs/03-rules.md's examples (+ a vector along N, Swish written out, tanh,
   // GELU, hardtanh(-1, 1)) after a GEMM with its own bias, then * a vector along M and + a
   // tensor of D's shape: every leaf kind, in a kernel that computes D^T (A and B row-major),
-  // where vectors along N and M swap.
+  // where vectors along N and M swap. tanh bounds gelu's argument: the range analysis drops
+  // the hardtanh and gives gelu the bounded erf (evt_ranges.h), whose text the kernel embeds.
   const auto tail = nlohmann::json::parse(R"({"op": "add", "args": [{"op": "mul", "args": [
       {"op": "hardtanh", "args": [{"op": "gelu", "args": [
       {"op": "tanh", "args": [{"op": "mul", "args": [{"op": "add", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}, {"input": "c0"}]},

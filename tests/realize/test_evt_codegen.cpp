@@ -33,7 +33,8 @@ TEST(EvtCodegen, TailASubMulReluNestsComputeNodesOverAccAndScalars) {
 }
 
 TEST(EvtCodegen, TranscendentalsUseAccurateFp32Math) {
-  const auto src = render_evt(op("tanh", {op("gelu", {op("sigmoid", {op("mish", {leaf_acc()})})})}), json::object());
+  // gelu's argument (mish of acc) is unbounded above: CUDA's erff (see ProvenRanges... below).
+  const auto src = render_evt(op("tanh", {op("sigmoid", {op("gelu", {op("mish", {leaf_acc()})})})}), json::object());
   EXPECT_NE(src.declarations.find("tanhf(x)"), std::string::npos);
   EXPECT_NE(src.declarations.find("erff(x * 0.70710678118654752f)"), std::string::npos);
   // sigmoid's reciprocal without an IEEE division (a slow-path call in the epilogue).
@@ -45,6 +46,37 @@ TEST(EvtCodegen, TranscendentalsUseAccurateFp32Math) {
   EXPECT_NE(e.declarations.find("struct FactExp"), std::string::npos);
   EXPECT_NE(e.declarations.find("return expf(x);"), std::string::npos);
   EXPECT_EQ(e.declarations.find("__expf"), std::string::npos);
+}
+
+TEST(EvtCodegen, ProvenRangesDropNoOpClampsAndBoundErf) {
+  // Tail (h): hardtanh(gelu(tanh(silu(acc + bias + c0))), -1, 1). tanh bounds gelu's argument
+  // to [-0.27, 1], so gelu lies in [-0.11, 0.85]: hardtanh(-1, 1) does nothing, and erf's
+  // argument stays within |z| <= 0.71.
+  const json x = op("add", {op("add", {leaf_acc(), json{{"input", "bias"}}}), json{{"input", "c0"}}});
+  const json h = op("hardtanh", {op("gelu", {op("tanh", {op("silu", {x})})}), num(-1.0), num(1.0)});
+  const auto src = render_evt(h, json{{"c0", "n"}});
+  EXPECT_NE(src.declarations.find("using FusionOp = cutlass::epilogue::fusion::Sm90EVT<EvtRoot<FactGeluBounded>, Evt3>;"),
+            std::string::npos) << src.declarations;
+  EXPECT_NE(src.declarations.find("fact_erf_bounded(x * 0.70710678118654752f)"), std::string::npos);
+  EXPECT_NE(src.declarations.find("#ifndef FACT_BOUNDED_MATH_H"), std::string::npos);  // the function's text
+  EXPECT_NE(src.declarations.find("// By range (src/realize/evt_ranges.cpp): hardtanh: the argument lies in"),
+            std::string::npos);
+  EXPECT_EQ(src.declarations.find("FactMax"), std::string::npos);
+  EXPECT_EQ(src.declarations.find("FactMin"), std::string::npos);
+  EXPECT_EQ(src.declarations.find("erff("), std::string::npos);
+  // The argument initializer follows the smaller tree: gelu over tanh over silu over the adds.
+  EXPECT_EQ(src.arguments,
+            "  args.epilogue.thread = {{{{{{}, {static_cast<const ElementD*>(p.bias)}, {}}, "
+            "{static_cast<const ElementD*>(p.epi[0])}, {}}, {}}, {}}, {}};\n");
+  // Near miss: without the tanh, gelu's argument (silu >= -0.28) is unbounded above: erff
+  // stays, and so does hardtanh's upper bound; its lower bound goes (gelu >= -0.11 there).
+  const auto open = render_evt(op("hardtanh", {op("gelu", {op("silu", {x})}), num(-1.0), num(1.0)}), json{{"c0", "n"}});
+  EXPECT_NE(open.declarations.find("erff(x * 0.70710678118654752f)"), std::string::npos);
+  EXPECT_NE(open.declarations.find("using FusionOp = cutlass::epilogue::fusion::Sm90EVT<EvtRoot<FactMin>, Evt3, EvtScalar>;"),
+            std::string::npos) << open.declarations;
+  EXPECT_EQ(open.declarations.find("FactMax"), std::string::npos);
+  EXPECT_EQ(open.declarations.find("FACT_BOUNDED_MATH_H"), std::string::npos);
+  EXPECT_NE(open.declarations.find("its lower bound is dropped"), std::string::npos);
 }
 
 TEST(EvtCodegen, HardtanhLeakyReluAndCubeBecomePrimitiveNodes) {

@@ -1,0 +1,100 @@
+#include "realize/evt_ranges.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/error.h"
+#include "realize/bounded_math.h"
+#include "realize/epilogue_program.h"
+
+using nlohmann::json;
+
+namespace fact::realize {
+namespace {
+
+// Every input leaf as slot c0, whose interval is [-inf, inf]: interval arithmetic treats
+// each use of a value as independent anyway, so one unbounded slot stands for all of them.
+json inputs_as_c0(const json& t) {
+  if (t.contains("input")) return {{"input", "c0"}};
+  if (!t.contains("op")) return t;
+  json out = t;
+  for (auto& a : out.at("args")) if (!a.is_null()) a = inputs_as_c0(a);
+  return out;
+}
+
+// v is below / above the bound b by more than the margin for fp32 rounding of v.
+double margin(double b) { return 1e-5 * std::max(1.0, std::fabs(b)); }
+bool safely_below(double v, double b) { return v <= b - margin(b); }
+bool safely_above(double v, double b) { return v >= b + margin(b); }
+
+std::string interval_text(std::pair<double, double> r) { return fmt::format("[{:.3g}, {:.3g}]", r.first, r.second); }
+
+struct Simplifier {
+  std::vector<std::string>* notes;
+
+  void note(const std::string& s) {
+    if (notes) notes->push_back(s);
+  }
+
+  json run(const json& t) {
+    if (!t.contains("op")) return t;
+    const std::string op = t.at("op");
+    json out = t;
+    for (auto& a : out.at("args")) if (!a.is_null() && a.contains("op")) a = run(a);
+    // Ranges come from the argument as discovered: the rewrites keep its values.
+    const auto r = epilogue_tree_range(t.at("args").at(0));
+    const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
+    if (op == "hardtanh" || op == "clamp") {
+      json& args = out.at("args");
+      const auto bound = [&](size_t i) { return args.at(i).is_null() ? NAN : args.at(i).at("scalar").get<double>(); };
+      const double lo = bound(1), hi = bound(2);
+      const bool drop_lo = lo == lo && safely_above(r.first, lo), drop_hi = hi == hi && safely_below(r.second, hi);
+      if (!drop_lo && !drop_hi) return out;
+      const bool none_left = (drop_lo || lo != lo) && (drop_hi || hi != hi);
+      note(fmt::format("{}: the argument lies in {}; {}", op, interval_text(r),
+                       none_left ? "the op is dropped" : drop_lo ? "its lower bound is dropped" : "its upper bound is dropped"));
+      if (none_left) return args.at(0);
+      json c = {{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
+      return c;
+    }
+    if (op == "relu" && safely_above(r.first, 0.0)) {
+      note(fmt::format("relu: the argument lies in {}; the op is dropped", interval_text(r)));
+      return out.at("args").at(0);
+    }
+    if (op == "erf" && safely_below(reach, FACT_ERF_BOUNDED_LIMIT)) {
+      note(fmt::format("erf: the argument lies in {}; fact_erf_bounded instead of erff", interval_text(r)));
+      out["op"] = "erf_bounded";
+    }
+    if (op == "gelu" && safely_below(reach * M_SQRT1_2, FACT_ERF_BOUNDED_LIMIT)) {
+      note(fmt::format("gelu: the argument lies in {}; its erf is fact_erf_bounded", interval_text(r)));
+      out["op"] = "gelu_bounded";
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::pair<double, double> epilogue_tree_range(const json& t) {
+  const EpilogueProgram prog = compile_epilogue(inputs_as_c0(t));
+  const double in_lo[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  const double in_hi[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+  double lo = -INFINITY, hi = INFINITY;
+  eval_epilogue_range(prog, -INFINITY, INFINITY, in_lo, &lo, &hi, in_hi);
+  if (lo != lo || hi != hi) return {-INFINITY, INFINITY};
+  return {lo, hi};
+}
+
+json simplify_epilogue_by_range(const json& tree, std::vector<std::string>* notes) {
+  try {
+    compile_epilogue(inputs_as_c0(tree));
+  } catch (const Error&) {
+    return tree;
+  }
+  Simplifier s{notes};
+  return s.run(tree);
+}
+
+}  // namespace fact::realize

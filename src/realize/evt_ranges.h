@@ -1,0 +1,34 @@
+// Range analysis of an epilogue tree for code generation (docs/04-realization.md, "Ranges in
+// the epilogue"). Every leaf but a scalar — the GEMM result, the bias, a tail input — may
+// hold any value; each node's interval follows by the interval arithmetic verification
+// uses (eval_epilogue_range, epilogue_program.h). Where an interval proves an op does
+// nothing or needs less, the generated tail says so:
+//   - a clamp / hardtanh bound the argument never crosses is dropped (both bounds: the op
+//     goes), and relu of an argument that is never negative goes;
+//   - erf of an argument within |z| <= 1, and gelu of one within |x| <= sqrt(2), use
+//     fact_erf_bounded (bounded_math.h) instead of CUDA's erff ("erf_bounded",
+//     "gelu_bounded": ops of generated code only).
+// Each rewrite is exact in real arithmetic (NaN still propagates), with a margin of 1e-5
+// (relative, at least 1e-5 absolute) between the interval and the bound for fp32 rounding
+// of the argument. Verification still checks the kernel against the tree as discovered.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fact::realize {
+
+/// The interval [lo, hi] that subtree `t` (discovery's form: {"acc"}, {"scalar"},
+/// {"input"}, {"op", "args"}) can take over every value of acc and of its inputs;
+/// [-inf, inf] where nothing is known. Throws fact::Error for a tree compile_epilogue
+/// rejects.
+std::pair<double, double> epilogue_tree_range(const nlohmann::json& t);
+
+/// `tree` rewritten as above; `notes` (when given) gets one line per rewrite, e.g.
+/// "hardtanh: the argument lies in [-0.17, 0.842]; both bounds dropped". A tree that
+/// compile_epilogue rejects is returned unchanged.
+nlohmann::json simplify_epilogue_by_range(const nlohmann::json& tree, std::vector<std::string>* notes = nullptr);
+
+}  // namespace fact::realize
