@@ -122,6 +122,9 @@ std::string render_report(const json& plan, const json& realized, const json& ma
       }
     }
     s += fmt::format("- {}: `{}` (nodes {}) — {}\n", pat.value("id", ""), e.value("expr", ""), ops, status);
+    if (m.value("fused", false) && r.is_object() && r.contains("epilogue")) {
+      for (const auto& n : r.at("epilogue").value("ranges", json::array())) s += "  - by range, in the kernel: " + n.get<std::string>() + "\n";
+    }
     if (r.is_object() && r.contains("verification")) {
       const json& v = r.at("verification");
       std::string skipped;

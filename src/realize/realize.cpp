@@ -13,6 +13,7 @@
 #include "realize/attention_realize.h"
 #include "realize/build.h"
 #include "realize/codegen.h"
+#include "realize/evt_ranges.h"
 #include "realize/gemm_space.h"
 #include "realize/gemm_verify_tune.h"
 #include "realize/gpu_context.h"
@@ -106,6 +107,10 @@ int run_realize(const RealizeOptions& opt) {
         w.out["epilogue"] = {{"expr", e.value("expr", "")}, {"nodes", e.value("nodes", json::array())},
                              {"fusable", why_not.empty()}};
         if (!why_not.empty()) w.out["epilogue"]["reason"] = why_not;
+        // What the kernel's tail leaves out or computes otherwise, proven by range (evt_ranges.h).
+        std::vector<std::string> ranges;
+        if (why_not.empty()) simplify_epilogue_by_range(kernel_tail_tree(w.problem), &ranges);
+        if (!ranges.empty()) w.out["epilogue"]["ranges"] = ranges;
       }
       std::string why;
       const auto families = gemm_families(w.problem, opt.policy, why);
