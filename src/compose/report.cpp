@@ -133,6 +133,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
       }
       if (!skipped.empty()) s += "  - draws that could not tell right from wrong, skipped: " + skipped + "\n";
       if (!v.value("unexercised", std::string()).empty()) s += "  - branches never exercised: " + v.at("unexercised").get<std::string>() + "\n";
+      if (!v.value("unreachable", std::string()).empty()) s += "  - branches no input can take (by range): " + v.at("unreachable").get<std::string>() + "\n";
     }
   }
   if (!tails) s += "None: no GEMM here is followed by an elementwise tail.\n";

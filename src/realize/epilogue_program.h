@@ -141,14 +141,18 @@ FACT_HD inline double epilogue_critical_point(EpiOp op) {
 /// than the true range, never narrower (up to rounding). Writes [*out_lo, *out_hi].
 /// `inputs` are points, or with `inputs_hi` the intervals [inputs[i], inputs_hi[i]]. An
 /// infinite end is evaluated at the largest finite double (silu(-inf) is the limit 0, not
-/// -inf / inf), and a bound that comes out NaN makes that interval [-inf, inf].
+/// -inf / inf), and a bound that comes out NaN makes that interval [-inf, inf]. With
+/// `count` >= 0 only the first `count` instructions run, and the interval written is the
+/// top of the stack then: the argument of instruction `count`.
 FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, double hi, const double* inputs,
-                                        double* out_lo, double* out_hi, const double* inputs_hi = nullptr) {
+                                        double* out_lo, double* out_hi, const double* inputs_hi = nullptr,
+                                        int count = -1) {
   double sl[EpilogueProgram::kMaxStack], sh[EpilogueProgram::kMaxStack];
   int sp = 0;
   *out_lo = -INFINITY;
   *out_hi = INFINITY;
-  for (int i = 0; i < prog.size; ++i) {
+  const int n = count < 0 || count > prog.size ? prog.size : count;
+  for (int i = 0; i < n; ++i) {
     const EpiInstr in = prog.code[i];
     if (in.op <= EpiOp::input) {
       if (sp == EpilogueProgram::kMaxStack) return;
@@ -213,9 +217,9 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
     sl[sp - 1] = rl;
     sh[sp - 1] = rh;
   }
-  if (sp == 1) {
-    *out_lo = sl[0];
-    *out_hi = sh[0];
+  if (count < 0 ? sp == 1 : sp >= 1) {
+    *out_lo = sl[sp - 1];
+    *out_hi = sh[sp - 1];
   }
 }
 

@@ -87,6 +87,28 @@ std::pair<double, double> epilogue_tree_range(const json& t) {
   return {lo, hi};
 }
 
+std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog) {
+  std::vector<BranchReach> out(size_t(std::max(prog.size, 0)));
+  double in_lo[4], in_hi[4];
+  for (int i = 0; i < 4; ++i) in_lo[i] = -INFINITY, in_hi[i] = INFINITY;
+  for (int i = 0; i < prog.size; ++i) {
+    const EpiInstr in = prog.code[i];
+    if (!epilogue_op_branches(in.op)) continue;
+    BranchReach& r = out[size_t(i)];
+    eval_epilogue_range(prog, -INFINITY, INFINITY, in_lo, &r.lo, &r.hi, in_hi, i);
+    if (r.lo != r.lo || r.hi != r.hi) r.lo = -INFINITY, r.hi = INFINITY;
+    const double c = in.op == EpiOp::clamp_lo || in.op == EpiOp::clamp_hi ? in.value : 0.0;
+    if (in.op == EpiOp::clamp_hi) {
+      r.through = !safely_above(r.lo, c);  // x < c somewhere
+      r.other = !safely_below(r.hi, c);    // x >= c somewhere
+    } else {
+      r.through = !safely_below(r.hi, c);  // x > c somewhere
+      r.other = !safely_above(r.lo, c);    // x <= c somewhere
+    }
+  }
+  return out;
+}
+
 json simplify_epilogue_by_range(const json& tree, std::vector<std::string>* notes) {
   try {
     compile_epilogue(inputs_as_c0(tree));

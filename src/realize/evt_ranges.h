@@ -12,11 +12,14 @@
 // (relative, at least 1e-5 absolute) between the interval and the bound for fp32 rounding
 // of the argument. Verification still checks the kernel against the tree as discovered.
 #pragma once
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "realize/epilogue_program.h"
 
 namespace fact::realize {
 
@@ -25,6 +28,16 @@ namespace fact::realize {
 /// [-inf, inf] where nothing is known. Throws fact::Error for a tree compile_epilogue
 /// rejects.
 std::pair<double, double> epilogue_tree_range(const nlohmann::json& t);
+
+/// Which ways branching instruction `i` of `prog` (epilogue_op_branches) can go for any
+/// acc and inputs, judged with the rewrites' margin: `through` x > 0 / x > the lower bound /
+/// x < the upper bound, `other` the opposite; [lo, hi] the interval of its argument.
+struct BranchReach {
+  bool through = true, other = true;
+  double lo = -INFINITY, hi = INFINITY;
+};
+/// One entry per instruction of `prog` (all-reachable for those that do not branch).
+std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog);
 
 /// `tree` rewritten as above; `notes` (when given) gets one line per rewrite, e.g.
 /// "hardtanh: the argument lies in [-0.17, 0.842]; both bounds dropped". A tree that

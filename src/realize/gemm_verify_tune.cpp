@@ -165,6 +165,7 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     if (verification) {
       (*verification)["draws"] = draws_log;
       (*verification)["unexercised"] = tail->unexercised();
+      if (const std::string u = tail->unreachable(); !u.empty()) (*verification)["unreachable"] = u;
     }
   } else if (verification) {
     (*verification)["draws"] = draws_log;

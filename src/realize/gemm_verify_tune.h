@@ -87,7 +87,8 @@ double unit_roundoff(DType d);
 /// per node, so its times become the measured GEMM (less the separately measured tail
 /// pass) plus aten_tail_ms (`note` says so).
 /// `verification`, when given, receives {"draws": [{"draw", "scale", "informative",
-/// "reason"?}], "unexercised": "...", "tail_pass_ms": ..., "aten_tail_ms": ...}.
+/// "reason"?}], "unexercised": "...", "unreachable"?: "...", "tail_pass_ms": ...,
+/// "aten_tail_ms": ...}.
 /// Throws fact::Error only when the GPU itself fails (allocation, reference).
 std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& candidates,

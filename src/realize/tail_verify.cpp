@@ -44,7 +44,9 @@ const char* op_name(EpiOp op) {
 
 }  // namespace
 
-TailCheck::TailCheck(const GemmProblem& p) : p_(p), prog_(compile_epilogue(p.tail_tree)), stats_(sizeof(TailReferenceStats)) {
+TailCheck::TailCheck(const GemmProblem& p)
+    : p_(p), prog_(compile_epilogue(p.tail_tree)), stats_(sizeof(TailReferenceStats)),
+      reach_(epilogue_branch_reach(prog_)) {
   set_kinds(p, in_);
   set_kinds(p, in64_);
   for (int s = 0; s < 4; ++s) {
@@ -113,13 +115,32 @@ std::string TailCheck::unexercised() const {
     for (int side = 0; side < 2; ++side) {
       const int bit = 2 * i + side;
       if (sides_[bit / 32] >> (bit % 32) & 1u) continue;
-      const double c = op == EpiOp::clamp_lo || op == EpiOp::clamp_hi ? prog_.code[i].value : 0.0;
-      const bool hi = op == EpiOp::clamp_hi;
-      const char* cmp = side == 0 ? (hi ? "<" : ">") : (hi ? ">=" : "<=");
-      out += fmt::format("{}{} (step {}) never saw x {} {:g}", out.empty() ? "" : "; ", op_name(op), i, cmp, c);
+      if (!(side == 0 ? reach_[size_t(i)].through : reach_[size_t(i)].other)) continue;  // no input takes it
+      out += fmt::format("{}{} (step {}) never saw x {}", out.empty() ? "" : "; ", op_name(op), i, side_text(i, side));
     }
   }
   return out;
+}
+
+std::string TailCheck::unreachable() const {
+  std::string out;
+  for (int i = 0; i < prog_.size; ++i) {
+    if (!epilogue_op_branches(prog_.code[i].op)) continue;
+    const BranchReach& r = reach_[size_t(i)];
+    for (int side = 0; side < 2; ++side) {
+      if (side == 0 ? r.through : r.other) continue;
+      out += fmt::format("{}{} (step {}): x lies in [{:.3g}, {:.3g}], never x {}", out.empty() ? "" : "; ",
+                         op_name(prog_.code[i].op), i, r.lo, r.hi, side_text(i, side));
+    }
+  }
+  return out;
+}
+
+std::string TailCheck::side_text(int i, int side) const {
+  const EpiOp op = prog_.code[i].op;
+  const double c = op == EpiOp::clamp_lo || op == EpiOp::clamp_hi ? prog_.code[i].value : 0.0;
+  const bool hi = op == EpiOp::clamp_hi;
+  return fmt::format("{} {:g}", side == 0 ? (hi ? "<" : ">") : (hi ? ">=" : "<="), c);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "realize/device_buffer.h"
 #include "realize/epilogue_program.h"
+#include "realize/evt_ranges.h"
 #include "realize/gemm_candidates.h"
 #include "realize/tail_kernels.h"
 
@@ -38,8 +39,12 @@ class TailCheck {
   void compare(const void* d, const double* acc64, double delta, double out_unit, CompareStats* stats_device,
                cudaStream_t stream) const;
   /// The branches no examined, informative draw took both ways ("" when every one did),
-  /// e.g. "relu (step 4) never saw x <= 0".
+  /// e.g. "relu (step 4) never saw x <= 0"; a side no acc and inputs can take
+  /// (epilogue_branch_reach) is not counted.
   std::string unexercised() const;
+  /// The branch sides no acc and inputs can take, with the argument's interval ("" when
+  /// there are none), e.g. "clamp (upper bound) (step 7): x lies in [-0.107, 0.841], never x >= 1".
+  std::string unreachable() const;
   /// In place d = tail(d) in fp32 with this check's inputs (a tail pass, for timing).
   void apply(void* d, cudaStream_t stream) const;
   const EpilogueProgram& program() const { return prog_; }
@@ -52,6 +57,8 @@ class TailCheck {
   DeviceBuffer stats_;
   TailReferenceStats last_{};
   uint32_t sides_[2 * EpilogueProgram::kMaxInstr / 32] = {};
+  std::vector<BranchReach> reach_;  // per instruction of prog_
+  std::string side_text(int i, int side) const;  // "> 0", "<= -1", ">= 1"
 };
 
 /// A vendor candidate followed by the tail as one fp32 elementwise pass: the unfused way

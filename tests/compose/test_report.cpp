@@ -14,6 +14,7 @@ json problem() {
           {"dtype_b", "float32"}, {"dtype_d", "float32"}, {"layout_a", "row"}, {"layout_b", "col"}};
 }
 const char* kNote = "hardtanh: the argument lies in [-0.106, 0.841]; the op is dropped";
+const char* kUnreachable = "clamp (upper bound) (step 9): x lies in [-0.107, 0.841], never x >= 1";
 
 std::string report_with(bool fused) {
   const json plan = {{"patterns", {{{"id", "p0"}, {"rule", "gemm"}, {"nodes", {"linear"}},
@@ -21,6 +22,8 @@ std::string report_with(bool fused) {
                                                   {"nodes", {"silu", "tanh", "gelu", "hardtanh"}}}}}}},
                      {"fallback", json::array()}};
   const json realized = {{"patterns", {{{"id", "p0"}, {"epilogue", {{"fusable", true}, {"ranges", {kNote}}}},
+                                        {"verification", {{"draws", json::array()}, {"unexercised", ""},
+                                                          {"unreachable", kUnreachable}}},
                                         {"candidates", json::array()}}}}};
   const json manifest = {{"patterns", {{{"id", "p0"}, {"nodes", {"linear", "silu", "tanh", "gelu", "hardtanh"}},
                                         {"rule", "gemm"}, {"problem", problem()}, {"impl", fused ? "cutlass" : "vendor"},
@@ -32,10 +35,14 @@ std::string report_with(bool fused) {
 TEST(Report, AFusedTailListsTheRangeRewritesOfItsKernel) {
   const std::string r = report_with(true);
   EXPECT_NE(r.find("— fused into `k_evt`\n  - by range, in the kernel: " + std::string(kNote) + "\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("  - branches no input can take (by range): " + std::string(kUnreachable) + "\n"), std::string::npos) << r;
+  EXPECT_EQ(r.find("branches never exercised"), std::string::npos);  // an empty list is not shown
 }
 
 TEST(Report, AnUnfusedTailClaimsNoRewrite) {
   const std::string r = report_with(false);
-  EXPECT_EQ(r.find("by range"), std::string::npos) << r;
+  EXPECT_EQ(r.find("in the kernel"), std::string::npos) << r;
+  // What verification found holds either way.
+  EXPECT_NE(r.find("branches no input can take (by range): " + std::string(kUnreachable)), std::string::npos);
   EXPECT_NE(r.find("## Fused tails"), std::string::npos);
 }

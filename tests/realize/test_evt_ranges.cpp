@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "realize/epilogue_program.h"
 #include "realize/evt_ranges.h"
 
 using namespace fact::realize;
@@ -79,4 +80,41 @@ TEST(EvtRanges, ErfAndGeluOfBoundedArgumentsUseTheBoundedErf) {
   // A tree compile_epilogue rejects comes back as it is.
   const json bad = op("frobnicate", {acc()});
   EXPECT_EQ(simplify_epilogue_by_range(bad), bad);
+}
+
+TEST(EvtRanges, BranchReachOfTailH) {
+  // (h) as verification compiles it: hardtanh(gelu(tanh(silu(acc + c0))), -1, 1) -> the two
+  // clamp steps take one side only; relu of acc takes both.
+  const json x = op("add", {acc(), json{{"input", "c0"}}});
+  const EpilogueProgram h = compile_epilogue(clamp(op("gelu", {op("tanh", {op("silu", {x})})}), num(-1.0), num(1.0)));
+  const auto reach = epilogue_branch_reach(h);
+  ASSERT_EQ(int(reach.size()), h.size);
+  int clamps = 0;
+  for (int i = 0; i < h.size; ++i) {
+    if (h.code[i].op == EpiOp::clamp_lo) {
+      ++clamps;
+      EXPECT_TRUE(reach[size_t(i)].through);   // x > -1
+      EXPECT_FALSE(reach[size_t(i)].other);    // never x <= -1
+      EXPECT_NEAR(reach[size_t(i)].lo, -0.1066, 1e-3);
+    }
+    if (h.code[i].op == EpiOp::clamp_hi) {
+      ++clamps;
+      EXPECT_TRUE(reach[size_t(i)].through);   // x < 1
+      EXPECT_FALSE(reach[size_t(i)].other);    // never x >= 1
+      EXPECT_NEAR(reach[size_t(i)].hi, 0.8413, 1e-3);
+    }
+  }
+  EXPECT_EQ(clamps, 2);
+  const EpilogueProgram r = compile_epilogue(op("relu", {acc()}));
+  const auto rr = epilogue_branch_reach(r);
+  EXPECT_TRUE(rr[1].through);
+  EXPECT_TRUE(rr[1].other);
+  // relu of sigmoid reaches 0 (within the margin): both sides stay, as the rewrite keeps it.
+  const auto rs = epilogue_branch_reach(compile_epilogue(op("relu", {op("sigmoid", {acc()})})));
+  EXPECT_TRUE(rs[2].through);
+  EXPECT_TRUE(rs[2].other);
+  // relu of exp(acc) + 1: never <= 0.
+  const auto re = epilogue_branch_reach(compile_epilogue(op("relu", {op("add", {op("exp", {acc()}), num(1.0)})})));
+  EXPECT_TRUE(re[4].through);
+  EXPECT_FALSE(re[4].other);
 }
