@@ -6,15 +6,14 @@
 
 #include "common/error.h"
 #include "realize/evt_codegen.h"
+#include "epilogue_tree_util.h"
 
 using namespace fact::realize;
 using nlohmann::json;
 
-namespace {
-json leaf_acc() { return {{"acc", true}}; }
-json num(double v) { return {{"scalar", v}}; }
-json op(const char* name, std::vector<json> args) { return {{"op", name}, {"args", args}}; }
-}  // namespace
+using fact::test::leaf_acc;
+using fact::test::num;
+using fact::test::op;
 
 TEST(EvtCodegen, TailASubMulReluNestsComputeNodesOverAccAndScalars) {
   // relu(mul(sub(acc, 2.0), 1.5))

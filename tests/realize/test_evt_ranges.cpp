@@ -8,14 +8,16 @@
 
 #include "realize/epilogue_program.h"
 #include "realize/evt_ranges.h"
+#include "epilogue_tree_util.h"
 
 using namespace fact::realize;
 using nlohmann::json;
 
+using fact::test::num;
+using fact::test::op;
+
 namespace {
-json acc() { return {{"acc", true}}; }
-json num(double v) { return {{"scalar", v}}; }
-json op(const char* name, std::vector<json> args) { return {{"op", name}, {"args", args}}; }
+json acc() { return fact::test::leaf_acc(); }
 json clamp(json x, json lo, json hi) { return op("clamp", {std::move(x), std::move(lo), std::move(hi)}); }
 }  // namespace
 
