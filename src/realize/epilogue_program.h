@@ -141,7 +141,8 @@ FACT_HD inline double epilogue_critical_point(EpiOp op) {
 /// than the true range, never narrower (up to rounding). Writes [*out_lo, *out_hi].
 /// `inputs` are points, or with `inputs_hi` the intervals [inputs[i], inputs_hi[i]]. An
 /// infinite end is evaluated at the largest finite double (silu(-inf) is the limit 0, not
-/// -inf / inf), and a bound that comes out NaN makes that interval [-inf, inf]. With
+/// -inf / inf), and a bound that comes out NaN (inf - inf; a product whose every corner is
+/// 0 * inf — fmin/fmax skip a single NaN corner) makes that interval [-inf, inf]. With
 /// `count` >= 0 only the first `count` instructions run, and the interval written is the
 /// top of the stack then: the argument of instruction `count`.
 FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, double hi, const double* inputs,
@@ -188,7 +189,7 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
         case EpiOp::min: rl = fmin(al, bl); rh = fmin(ah, bh); break;
         default: break;
       }
-      if (rl != rl || rh != rh) rl = -INFINITY, rh = INFINITY;  // 0 * inf, inf - inf
+      if (rl != rl || rh != rh) rl = -INFINITY, rh = INFINITY;  // inf - inf; 0 * inf in every product
       sl[sp - 1] = rl;
       sh[sp - 1] = rh;
       continue;

@@ -48,11 +48,17 @@ struct Simplifier {
     const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
     if (op == "hardtanh" || op == "clamp") {
       json& args = out.at("args");
-      const auto bound = [&](size_t i) { return args.at(i).is_null() ? NAN : args.at(i).at("scalar").get<double>(); };
-      const double lo = bound(1), hi = bound(2);
-      const bool drop_lo = lo == lo && safely_above(r.first, lo), drop_hi = hi == hi && safely_below(r.second, hi);
+      const bool has_lo = !args.at(1).is_null(), has_hi = !args.at(2).is_null();
+      if ((has_lo && !args.at(1).contains("scalar")) || (has_hi && !args.at(2).contains("scalar"))) return out;
+      const double lo = has_lo ? args.at(1).at("scalar").get<double>() : -INFINITY;
+      const double hi = has_hi ? args.at(2).at("scalar").get<double>() : INFINITY;
+      // The upper bound applies to max(x, lo), which lies in [max(x_lo, lo), max(x_hi, lo)]:
+      // with lo > hi (torch.clamp then gives hi everywhere) it is never dropped. A NaN bound
+      // is never "safely" cleared, so it stays.
+      const bool drop_lo = has_lo && safely_above(r.first, lo);
+      const bool drop_hi = has_hi && safely_below(has_lo ? std::max(r.second, lo) : r.second, hi);
       if (!drop_lo && !drop_hi) return out;
-      const bool none_left = (drop_lo || lo != lo) && (drop_hi || hi != hi);
+      const bool none_left = (drop_lo || !has_lo) && (drop_hi || !has_hi);
       note(fmt::format("{}: the argument lies in {}; {}", op, interval_text(r),
                        none_left ? "the op is dropped" : drop_lo ? "its lower bound is dropped" : "its upper bound is dropped"));
       if (none_left) return args.at(0);

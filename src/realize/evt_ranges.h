@@ -10,7 +10,10 @@
 //     "gelu_bounded": ops of generated code only).
 // Each rewrite is exact in real arithmetic (NaN still propagates), with a margin of 1e-5
 // (relative, at least 1e-5 absolute) between the interval and the bound for fp32 rounding
-// of the argument. Verification still checks the kernel against the tree as discovered.
+// of the argument. It does not cover an fp32 argument that cancellation or overflow puts far
+// from its real value (erf((x + 3e7) - 3e7) of a bounded x): there the unrewritten fp32 tail
+// is as far from float64, and verification, which still checks the kernel against the tree
+// as discovered, rejects both.
 #pragma once
 #include <cmath>
 #include <string>
@@ -40,8 +43,9 @@ struct BranchReach {
 std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog);
 
 /// `tree` rewritten as above; `notes` (when given) gets one line per rewrite, e.g.
-/// "hardtanh: the argument lies in [-0.17, 0.842]; both bounds dropped". A tree that
-/// compile_epilogue rejects is returned unchanged.
+/// "hardtanh: the argument lies in [-0.107, 0.841]; the op is dropped". A tree that
+/// compile_epilogue rejects is returned unchanged. A clamp whose lower bound exceeds its
+/// upper one (torch.clamp: the upper bound everywhere) keeps its upper bound.
 nlohmann::json simplify_epilogue_by_range(const nlohmann::json& tree, std::vector<std::string>* notes = nullptr);
 
 }  // namespace fact::realize

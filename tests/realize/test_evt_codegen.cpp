@@ -78,6 +78,13 @@ TEST(EvtCodegen, ProvenRangesDropNoOpClampsAndBoundErf) {
   EXPECT_NE(open.declarations.find("its lower bound is dropped"), std::string::npos);
 }
 
+TEST(EvtCodegen, ATailThatFoldsToALeafKeepsItsOps) {
+  // clamp(0.5, 0, 1) of no acc at all: the rewrite would leave a bare scalar (no FusionOp).
+  const auto src = render_evt(op("clamp", {num(0.5), num(0.0), num(1.0)}), json::object());
+  EXPECT_NE(src.declarations.find("using FusionOp = "), std::string::npos) << src.declarations;
+  EXPECT_EQ(src.declarations.find("By range"), std::string::npos);
+}
+
 TEST(EvtCodegen, HardtanhLeakyReluAndCubeBecomePrimitiveNodes) {
   const auto h = render_evt(op("hardtanh", {leaf_acc(), num(-2.0), num(2.0)}), json::object());
   EXPECT_NE(h.declarations.find("struct FactMax"), std::string::npos);

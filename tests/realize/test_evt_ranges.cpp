@@ -120,3 +120,26 @@ TEST(EvtRanges, BranchReachOfTailH) {
   EXPECT_TRUE(re[4].through);
   EXPECT_FALSE(re[4].other);
 }
+
+TEST(EvtRanges, AClampWithItsBoundsCrossedKeepsTheUpperBound) {
+  // torch.clamp(x, min=2, max=1.5) is 1.5 everywhere. sigmoid's [0, 1] lies below both
+  // bounds, but the upper bound acts on max(x, 2) = 2, not on x: it must stay (and the lower
+  // one, which x never clears, stays too).
+  const json c = clamp(op("sigmoid", {acc()}), num(2.0), num(1.5));
+  const json s = simplify_epilogue_by_range(c);
+  EXPECT_EQ(s, c) << s.dump();
+  EXPECT_EQ(epilogue_tree_range(c), std::make_pair(1.5, 1.5));
+  // Above both: the lower bound goes, min(x, 1.5) = 1.5 as before.
+  const json above = clamp(op("add", {op("sigmoid", {acc()}), num(3.0)}), num(2.0), num(1.5));
+  EXPECT_EQ(simplify_epilogue_by_range(above), clamp(op("add", {op("sigmoid", {acc()}), num(3.0)}), nullptr, num(1.5)));
+}
+
+TEST(EvtRanges, ANaNBoundIsNeverDropped) {
+  // Not writable in JSON text, but a tree built in memory can hold it: clamp(x, NaN, 2) is
+  // NaN everywhere (FactMax propagates the NaN bound), so the lower bound stays.
+  const json c = clamp(op("sigmoid", {acc()}), num(NAN), num(2.0));
+  const json s = simplify_epilogue_by_range(c);
+  EXPECT_EQ(s.at("op"), "clamp");
+  ASSERT_FALSE(s.at("args").at(1).is_null());
+  EXPECT_TRUE(std::isnan(s.at("args").at(1).at("scalar").get<double>()));
+}
