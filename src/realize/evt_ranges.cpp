@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,17 @@ bool safely_above(double v, double b) { return v >= b + margin(b); }
 
 std::string interval_text(std::pair<double, double> r) { return fmt::format("[{:.3g}, {:.3g}]", r.first, r.second); }
 
+// [lo, hi] of the top of the stack after the first `count` instructions of `prog` (all of
+// them for -1), every input unbounded; [-inf, inf] where a bound is NaN.
+std::pair<double, double> range_over_unbounded(const EpilogueProgram& prog, int count) {
+  double in_lo[4], in_hi[4];
+  for (int i = 0; i < 4; ++i) in_lo[i] = -INFINITY, in_hi[i] = INFINITY;
+  double lo = -INFINITY, hi = INFINITY;
+  eval_epilogue_range(prog, -INFINITY, INFINITY, in_lo, &lo, &hi, in_hi, count);
+  if (lo != lo || hi != hi) return {-INFINITY, INFINITY};
+  return {lo, hi};
+}
+
 struct Simplifier {
   std::vector<std::string>* notes;
 
@@ -43,32 +55,39 @@ struct Simplifier {
     const std::string op = t.at("op");
     json out = t;
     for (auto& a : out.at("args")) if (!a.is_null() && a.contains("op")) a = run(a);
-    // Ranges come from the argument as discovered: the rewrites keep its values.
-    const auto r = epilogue_tree_range(t.at("args").at(0));
-    const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
+    // Whether the node's own branch sides can occur: its trailing instructions (relu; a
+    // clamp's clamp_lo then clamp_hi, which acts on max(x, lo)) in the program of the node
+    // as discovered, as verification judges them (epilogue_branch_reach).
+    auto own_reach = [&](int k) {
+      const std::vector<BranchReach> all = epilogue_branch_reach(compile_epilogue(inputs_as_c0(t)));
+      return std::vector<BranchReach>(all.end() - k, all.end());
+    };
     if (op == "hardtanh" || op == "clamp") {
       json& args = out.at("args");
       const bool has_lo = !args.at(1).is_null(), has_hi = !args.at(2).is_null();
-      if ((has_lo && !args.at(1).contains("scalar")) || (has_hi && !args.at(2).contains("scalar"))) return out;
-      const double lo = has_lo ? args.at(1).at("scalar").get<double>() : -INFINITY;
-      const double hi = has_hi ? args.at(2).at("scalar").get<double>() : INFINITY;
-      // The upper bound applies to max(x, lo), which lies in [max(x_lo, lo), max(x_hi, lo)]:
-      // with lo > hi (torch.clamp then gives hi everywhere) it is never dropped. A NaN bound
-      // is never "safely" cleared, so it stays.
-      const bool drop_lo = has_lo && safely_above(r.first, lo);
-      const bool drop_hi = has_hi && safely_below(has_lo ? std::max(r.second, lo) : r.second, hi);
+      const std::vector<BranchReach> r = own_reach(int(has_lo) + int(has_hi));
+      if (r.empty()) return out;
+      // A bound goes when no input takes its other side. With lo > hi (torch.clamp: hi
+      // everywhere) the upper bound always stays, since max(x, lo) >= lo > hi; a NaN bound
+      // is never cleared.
+      const bool drop_lo = has_lo && !r.front().other, drop_hi = has_hi && !r.back().other;
       if (!drop_lo && !drop_hi) return out;
       const bool none_left = (drop_lo || !has_lo) && (drop_hi || !has_hi);
-      note(fmt::format("{}: the argument lies in {}; {}", op, interval_text(r),
+      note(fmt::format("{}: the argument lies in {}; {}", op, interval_text({r.front().lo, r.front().hi}),
                        none_left ? "the op is dropped" : drop_lo ? "its lower bound is dropped" : "its upper bound is dropped"));
       if (none_left) return args.at(0);
-      json c = {{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
-      return c;
+      return json{{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
     }
-    if (op == "relu" && safely_above(r.first, 0.0)) {
-      note(fmt::format("relu: the argument lies in {}; the op is dropped", interval_text(r)));
+    if (op == "relu") {
+      const BranchReach r = own_reach(1).front();
+      if (r.other) return out;
+      note(fmt::format("relu: the argument lies in {}; the op is dropped", interval_text({r.lo, r.hi})));
       return out.at("args").at(0);
     }
+    if (op != "erf" && op != "gelu") return out;
+    // Ranges come from the argument as discovered: the rewrites keep its values.
+    const auto r = epilogue_tree_range(t.at("args").at(0));
+    const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
     if (op == "erf" && safely_below(reach, FACT_ERF_BOUNDED_LIMIT)) {
       note(fmt::format("erf: the argument lies in {}; fact_erf_bounded instead of erff", interval_text(r)));
       out["op"] = "erf_bounded";
@@ -84,25 +103,16 @@ struct Simplifier {
 }  // namespace
 
 std::pair<double, double> epilogue_tree_range(const json& t) {
-  const EpilogueProgram prog = compile_epilogue(inputs_as_c0(t));
-  const double in_lo[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-  const double in_hi[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
-  double lo = -INFINITY, hi = INFINITY;
-  eval_epilogue_range(prog, -INFINITY, INFINITY, in_lo, &lo, &hi, in_hi);
-  if (lo != lo || hi != hi) return {-INFINITY, INFINITY};
-  return {lo, hi};
+  return range_over_unbounded(compile_epilogue(inputs_as_c0(t)), -1);
 }
 
 std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog) {
   std::vector<BranchReach> out(size_t(std::max(prog.size, 0)));
-  double in_lo[4], in_hi[4];
-  for (int i = 0; i < 4; ++i) in_lo[i] = -INFINITY, in_hi[i] = INFINITY;
   for (int i = 0; i < prog.size; ++i) {
     const EpiInstr in = prog.code[i];
     if (!epilogue_op_branches(in.op)) continue;
     BranchReach& r = out[size_t(i)];
-    eval_epilogue_range(prog, -INFINITY, INFINITY, in_lo, &r.lo, &r.hi, in_hi, i);
-    if (r.lo != r.lo || r.hi != r.hi) r.lo = -INFINITY, r.hi = INFINITY;
+    std::tie(r.lo, r.hi) = range_over_unbounded(prog, i);
     const double c = in.op == EpiOp::clamp_lo || in.op == EpiOp::clamp_hi ? in.value : 0.0;
     if (in.op == EpiOp::clamp_hi) {
       r.through = !safely_above(r.lo, c);  // x < c somewhere

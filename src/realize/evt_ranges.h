@@ -4,7 +4,8 @@
 // uses (eval_epilogue_range, epilogue_program.h). Where an interval proves an op does
 // nothing or needs less, the generated tail says so:
 //   - a clamp / hardtanh bound the argument never crosses is dropped (both bounds: the op
-//     goes), and relu of an argument that is never negative goes;
+//     goes), and relu of an argument that is never negative goes — judged by
+//     epilogue_branch_reach, as verification judges which branch sides can occur;
 //   - erf of an argument within |z| <= 1, and gelu of one within |x| <= sqrt(2), use
 //     fact_erf_bounded (bounded_math.h) instead of CUDA's erff ("erf_bounded",
 //     "gelu_bounded": ops of generated code only).
