@@ -125,6 +125,14 @@ fs::path default_registry_path(const fs::path& cache_dir) {
 
 Registry::Registry(const fs::path& path) {
   std::error_code ec;
+  // Only a database file may be moved aside: a directory (or device, socket...) given as
+  // the database is the user's, and is never renamed or replaced.
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    throw Error("registry: " + path.string() + " is " +
+                (fs::is_directory(path, ec) ? "a directory" : "not a regular file") +
+                ", not a registry database; name a database file (e.g. " +
+                (path / "registry.sqlite3").string() + ")");
+  }
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   db_ = open_checked(path);
   if (!db_) {

@@ -106,3 +106,19 @@ TEST_F(RegistryTest, CorruptDatabaseIsMovedAsideAndRebuilt) {
   reg.put(record(h200_key(), "k", 1.0));
   EXPECT_TRUE(reg.get(h200_key()).has_value());
 }
+
+TEST_F(RegistryTest, ADirectoryGivenAsTheDatabaseIsNeverMovedOrReplaced) {
+  const fs::path cache = dir / "cache";
+  fs::create_directories(cache / "kernels");
+  fact::write_file(cache / "kernels" / "keep.so", "user data");
+  try {
+    Registry reg(cache);
+    FAIL() << "a directory was opened as a registry database";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find((cache / "registry.sqlite3").string()), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_directory(cache));
+  EXPECT_EQ(fact::read_file(cache / "kernels" / "keep.so"), "user data");
+  EXPECT_FALSE(fs::exists(dir / "cache.corrupt"));
+}
