@@ -208,12 +208,25 @@ json Registry::export_json() const {
 
 int Registry::import_json(const json& records) {
   if (!records.is_array()) throw Error("registry import: expected a JSON array of records");
-  int n = 0;
-  for (const auto& j : records) {
-    put(record_from_json(j));
-    ++n;
+  // Every record is read before any is written, and all are written in one transaction:
+  // a file with one bad record imports nothing.
+  std::vector<TuningRecord> parsed;
+  for (size_t i = 0; i < records.size(); ++i) {
+    try {
+      parsed.push_back(record_from_json(records[i]));
+    } catch (const Error& e) {
+      throw Error("registry import: record #" + std::to_string(i) + ": " + e.what() + " (nothing imported)");
+    }
   }
-  return n;
+  exec(db_, "BEGIN IMMEDIATE");
+  try {
+    for (const auto& r : parsed) put(r);
+    exec(db_, "COMMIT");
+  } catch (...) {
+    exec(db_, "ROLLBACK");
+    throw;
+  }
+  return int(parsed.size());
 }
 
 }  // namespace fact::registry
