@@ -14,8 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fact.abi import FactAttentionArgs
 from fact.export import export, write_graph
+from fact.families.attention import FactAttentionArgs
 
 __all__ = ["attn_artifact", "attn_pattern", "attn_problem", "discover_plan", "last_args",
            "MinGptAttention", "MINGPT_NODES", "mingpt_artifact", "mingpt_qkv"]

@@ -269,7 +269,7 @@ def test_repeated_arguments_skip_can_implement(tmp_path, fake_library: str) -> N
 
 
 def test_args_struct_matches_the_c_header(fake_library: str) -> None:
-    from fact.kernels import FactGemmArgs
+    from fact.families.gemm import FactGemmArgs
     lib = ctypes.CDLL(fake_library)
     for fn in ("fk_sizeof_args", "fk_offsetof_epi", "fk_offsetof_epi_batch_stride"):
         getattr(lib, fn).restype = ctypes.c_size_t
@@ -328,7 +328,7 @@ def test_fused_pattern_runs_the_tail_in_the_kernel(tmp_path, fake_library: str) 
     art, model = _linear_tail_artifact(tmp_path, fake_library, fused=True, symbol="fen")
     fm = load(art, model)
     binding = fm.bindings["p0"]
-    assert binding.epilogue is not None and binding.input_names[-1] == "p_v"
+    assert binding.call.epilogue is not None and binding.input_names[-1] == "p_v"
     # Every node belongs to the fused kernel: the tail does not run as ATen ops.
     assert fm.aten_nodes() == []
     x = torch.randn(4, 16)
@@ -357,7 +357,7 @@ def test_unfused_pattern_leaves_the_tail_to_aten(tmp_path, fake_library: str,
     fm = load(art, model)
     binding = fm.bindings["p0"]
     binding.device_type = "cpu"
-    assert binding.epilogue is None
+    assert binding.call.epilogue is None
     assert fm.aten_nodes() == ["add", "relu"]
     x = torch.randn(4, 16)
     with torch.no_grad():
