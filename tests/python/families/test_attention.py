@@ -1,4 +1,4 @@
-"""Fused-attention patterns in the runtime, on CPU: FactAttentionArgs is filled from the
+"""The attention family (python/fact/families/attention.py) in the runtime, on CPU: FactAttentionArgs is filled from the
 actual q/k/v strides and the problem's output strides, and the runtime path runs end to end
 against a host-memory stand-in attention library (tests/python/fake_attention.c, built from
 src/realize/attention_abi.h) that computes attention through the ABI."""
