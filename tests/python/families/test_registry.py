@@ -1,7 +1,7 @@
 """The family list (python/fact/families/__init__.py): every family module is on it, a
-manifest entry finds its family (an unknown one is named), each family's ctypes structure
-matches the C header that declares it, and no code outside the family modules compares a
-family or rule name as a string."""
+manifest entry finds its family (an unknown one is named), each family's ctypes structure,
+return codes and constants match the C header that declares them, and no code outside the
+family modules compares a family or rule name as a string."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import ctypes
 import importlib
 import os
 import re
+import sys
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ import torch.nn as nn
 import fact.families as families
 from fact.export import export
 from fact.families import FAMILIES, UnknownFamily, family_of, find_family
+from fact.families.family import CUDA_ERROR_BASE
 from fact.runtime import ArtifactError, FactModule
 from sources import PACKAGE, ROOT, package_sources
 
@@ -152,6 +154,24 @@ def test_args_structure_matches_its_header(family) -> None:
     offsets, size = _c_layout(declared)
     assert {name: getattr(struct, name).offset for name, _, _ in declared} == offsets
     assert ctypes.sizeof(struct) == size
+
+
+def _header_enums(text: str) -> dict[str, int]:
+    """``FACT_*`` enumerators of a C header and their values."""
+    code = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    return {name: int(value) for name, value in re.findall(r"\b(FACT_\w+)\s*=\s*(\d+)", code)}
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
+def test_return_codes_and_constants_match_its_header(family) -> None:
+    enums = _header_enums(_header_declaring(family.args_type.__name__))
+    for code, meaning in family.errors.items():  # each meaning starts with its enumerator
+        assert enums.get(meaning.split(":")[0]) == code, meaning
+    module = sys.modules[type(family).__module__]
+    for name, value in vars(module).items():
+        if name.startswith("FACT_") and isinstance(value, int):
+            assert enums.get(name) == value, name
+    assert [v for n, v in enums.items() if n.endswith("_CUDA_BASE")] == [CUDA_ERROR_BASE]
 
 
 def test_header_fields_reads_c_declarations() -> None:
