@@ -28,7 +28,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
+from fact.abi import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
 TEMPLATE = ROOT / "src/realize/templates/attention_sm80.cu.in"
 ABI = ROOT / "src/realize/attention_abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
