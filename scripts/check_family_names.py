@@ -19,6 +19,7 @@ Comments and docstrings are not code and are skipped.
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 import sys
@@ -68,10 +69,33 @@ def strip_cpp_comments(text: str) -> str:
     return "".join(out)
 
 
-def strip_python_comments(text: str) -> str:
-    """Blanks # comments and triple-quoted strings (docstrings), keeping line numbers."""
-    text = re.sub(r'("""|\'\'\')(.|\n)*?\1', lambda m: "\n" * m.group(0).count("\n"), text)
-    return "\n".join(re.sub(r"#.*$", "", line) for line in text.split("\n"))
+def _literals(node: ast.AST) -> list[str]:
+    """The string constants ``node`` is, or holds as a tuple, list or set."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for e in node.elts for s in _literals(e)]
+    return []
+
+
+def python_compared_names(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """``(line, name)`` for each of ``names`` written as a string in a comparison, a
+    subscript, a ``case`` or a ``startswith``/``endswith`` call of Python ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            held = [s for e in [node.left, *node.comparators] for s in _literals(e)]
+        elif isinstance(node, ast.Subscript):
+            held = _literals(node.slice)
+        elif isinstance(node, ast.MatchValue):
+            held = _literals(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith")):
+            held = [s for a in node.args for s in _literals(a)]
+        else:
+            continue
+        found += [(node.lineno, s) for s in held if s in names]
+    return sorted(found)
 
 
 def offending_patterns(name: str) -> list[re.Pattern[str]]:
@@ -108,11 +132,16 @@ def check(root: pathlib.Path) -> list[str]:
     for f in sorted(files):
         rel = f.relative_to(root).as_posix()
         raw = f.read_text(errors="replace")
-        code = strip_python_comments(raw) if f.suffix == ".py" else strip_cpp_comments(raw)
-        for lineno, line in enumerate(code.split("\n"), 1):
-            for n in names:
-                if allowed(rel, n, fams):
-                    continue
+        outside = {n for n in names if not allowed(rel, n, fams)}
+        if not outside:
+            continue
+        if f.suffix == ".py":
+            lines = raw.split("\n")
+            for lineno, n in python_compared_names(raw, outside):
+                found.append(f"{rel}:{lineno}: {lines[lineno - 1].strip()}  (compares the name '{n}')")
+            continue
+        for lineno, line in enumerate(strip_cpp_comments(raw).split("\n"), 1):
+            for n in sorted(outside):
                 if any(p.search(line) for p in pats[n]):
                     found.append(f"{rel}:{lineno}: {line.strip()}  (compares the name '{n}')")
     return found

@@ -61,3 +61,16 @@ def test_comparisons_outside_the_family_fail(tmp_path):
 def test_a_tree_without_families_fails(tmp_path):
     (tmp_path / "src").mkdir()
     assert check_family_names.check(tmp_path) != []
+
+
+def test_python_is_read_by_its_syntax_tree():
+    source = ('if abi == "gemm": pass\nok = kind in ("x", "attention")\n'
+              'y = TABLE["gemm"]\nmatch r:\n    case "attention": pass\nz = {"gemm": 1}\n'
+              'w = name.startswith("gemm")\nv = "gemm"  # a value, not a comparison\n')
+    assert check_family_names.python_compared_names(source, {"gemm", "attention"}) == [
+        (1, "gemm"), (2, "attention"), (3, "gemm"), (5, "attention"), (7, "gemm")]
+
+
+def test_the_family_interface_module_is_not_a_family(tmp_path):
+    root = _tree(tmp_path, {"python/fact/families/family.py": 'def f(x):\n    return x == "attention"\n'})
+    assert [line.split(": ", 1)[0] for line in check_family_names.check(root)] == ["python/fact/families/family.py:2"]

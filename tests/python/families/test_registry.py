@@ -1,11 +1,11 @@
 """The family list (python/fact/families/__init__.py): every family module is on it, a
 manifest entry finds its family (an unknown one is named), each family's ctypes structure,
-return codes and constants match the C header that declares them, and no code outside the
-family modules compares a family or rule name as a string."""
+return codes and constants match the C header that declares them. (That no code outside the
+family modules compares a family or rule name as a string is scripts/check_family_names.py's
+check, tests/scripts/.)"""
 
 from __future__ import annotations
 
-import ast
 import ctypes
 import importlib
 import os
@@ -187,56 +187,3 @@ def test_header_fields_reads_c_declarations() -> None:
         ("lda", ctypes.c_int64, 1), ("d", p, 1), ("e", p, 1), ("alpha", ctypes.c_float, 1),
         ("epi", p, 4), ("flags", ctypes.c_int32, 1)]
     assert _c_layout(header_fields(text, "S"))[1] == 96
-
-
-# ------------------------------------------------------------------ names as strings
-
-def _owned_names() -> dict[str, str]:
-    """Every family, rule and problem-kind name -> the family that owns it."""
-    return {n: f.name for f in FAMILIES for n in (f.name, f.problem_kind, *f.rules)}
-
-
-def _literals(node: ast.AST) -> list[str]:
-    """The string constants ``node`` is, or holds as a tuple, list or set."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return [node.value]
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [s for e in node.elts for s in _literals(e)]
-    return []
-
-
-def compared_names(source: str, names: set[str]) -> list[tuple[int, str]]:
-    """``(line, name)`` for each of ``names`` written as a string in a comparison, a
-    subscript or a ``case`` of ``source``."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            held = [s for e in [node.left, *node.comparators] for s in _literals(e)]
-        elif isinstance(node, ast.Subscript):
-            held = _literals(node.slice)
-        elif isinstance(node, ast.MatchValue):
-            held = _literals(node.value)
-        else:
-            continue
-        found += [(node.lineno, s) for s in held if s in names]
-    return sorted(found)
-
-
-def test_no_family_or_rule_name_is_compared_outside_its_family() -> None:
-    owner = _owned_names()
-    offending = []
-    for rel, source in package_sources():
-        if rel == "python/fact/families/__init__.py":
-            continue  # the list itself
-        folder, _, module = rel.rpartition("/")
-        own = module[:-3] if folder == "python/fact/families" else None
-        offending += [f"{rel}:{line}: {name!r}" for line, name in
-                      compared_names(source, set(owner)) if owner[name] != own]
-    assert offending == [], "ask the family (fact.families.family_of) instead"
-
-
-def test_compared_names_finds_the_forms_it_names() -> None:
-    source = ('if abi == "gemm": pass\nok = kind in ("x", "attention")\n'
-              'y = TABLE["gemm"]\nmatch r:\n    case "attention": pass\nz = {"gemm": 1}\n')
-    assert compared_names(source, {"gemm", "attention"}) == [
-        (1, "gemm"), (2, "attention"), (3, "gemm"), (5, "attention")]
