@@ -21,7 +21,7 @@ from fact.export import export
 from fact.families import FAMILIES, UnknownFamily, family_of, find_family
 from fact.families.family import CUDA_ERROR_BASE
 from fact.runtime import ArtifactError, FactModule
-from sources import PACKAGE, ROOT, package_sources
+from sources import PACKAGE, ROOT
 
 FAMILY_DIR = os.path.join(PACKAGE, "families")
 # The modules of python/fact/families/ that are not families.
