@@ -33,7 +33,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
-from fact.abi import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
+from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
 TEMPLATE = ROOT / "src/realize/templates/attention_sm80.cu.in"
 ABI = ROOT / "src/realize/attention_abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
@@ -95,6 +95,8 @@ class Sm90:
     overlap: int = 1   # next block's Q.K^T issued before this block's softmax
     pingpong: int = 0  # the two consumer warpgroups take turns on the tensor cores
     mb: int = 1        # CTAs per SM the launch bounds ask for
+    persistent: int = 0  # a grid of SMs x mb CTAs looping over the tiles
+    epilogue: int = 0  # 0 registers -> global; 1 own shared tile + TMA store; 2 through Q's tile
 
     @property
     def bm(self) -> int:
@@ -103,7 +105,8 @@ class Sm90:
     @property
     def name(self) -> str:
         return (f"fact_attn_sm90_{self.io}_d{self.d}_{self.mask}_{self.bm}x{self.bn}_s{self.stages}"
-                f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}")
+                f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
+                f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}")
 
 
 def render_sm90(c: Sm90) -> tuple[str, str]:
@@ -111,7 +114,8 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
     subs = {"NAME": c.name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[c.io], "HEAD_DIM": str(c.d),
             "MASK": str(MASKS[c.mask]), "BLOCK_M": str(c.bm), "BLOCK_N": str(c.bn),
             "STAGES": str(c.stages), "CONSUMER_WG": str(c.wg), "OVERLAP": str(c.overlap),
-            "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb)}
+            "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb), "PERSISTENT": str(c.persistent),
+            "EPILOGUE": str(c.epilogue)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -135,16 +139,17 @@ PROBLEMS = {
 
 
 def sm90_configs() -> list:
-    """The sm90 variants measured, and the sm80 kernels (bf16 model) they are compared with."""
+    """The sm90 variants measured, and the sm80 kernels (bf16 model) they are compared with.
+    Earlier runs (perf-notes v10a, v10b) also measured the sequential and overlap-only
+    variants, 128x64, one consumer warpgroup (also at 2 CTAs per SM), non-persistent grids
+    and 3 stages; each lost to (or tied with) the persistent overlap + pingpong at 128x128."""
     out = []
+    pp = dict(wg=2, overlap=1, pingpong=1, persistent=1)
     for d, mask in ((128, "nomask"), (128, "causal"), (96, "causal")):
-        out += [Sm90("bf16", d, mask, 128, stages=2, wg=2, overlap=0),
-                Sm90("bf16", d, mask, 128, stages=2, wg=2, overlap=1),
-                Sm90("bf16", d, mask, 128, stages=2, wg=2, overlap=1, pingpong=1),
-                Sm90("bf16", d, mask, 64, stages=2, wg=2, overlap=1, pingpong=1),
-                Sm90("bf16", d, mask, 128, stages=2, wg=1, overlap=1)]
-        out += [("bf16", "bf16", d, mask, 128, 64, 1), ("bf16", "bf16", d, mask, 64, 32, 2)]
-    out.append(Sm90("bf16", 96, "causal", 128, stages=2, wg=1, overlap=1, mb=2))
+        out += [Sm90("bf16", d, mask, 128, stages=2, epilogue=e, **pp) for e in (0, 1, 2)]
+        out.append(("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2))
+    out += [Sm90("bf16", 128, "nomask", 192, stages=2, epilogue=e, **pp) for e in (0, 2)]
+    out.append(Sm90("bf16", 96, "causal", 128, stages=3, epilogue=1, **pp))
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     return out
 
