@@ -288,6 +288,17 @@ def _lifted_inputs(ep: torch.export.ExportedProgram) -> tuple[dict[str, dict], s
     return lifted, user
 
 
+def _encode_output(value: Any, index: int, refs: dict) -> dict:
+    """A user output as a tensor reference; anything else (an int, None, a string the model
+    returns) is an ExportError naming the output, since a FACT graph returns tensors only."""
+    encoded = _encode_arg(value, refs, f"graph output {index}")
+    if not (isinstance(encoded, dict) and "ref" in encoded):
+        raise ExportError(f"graph output {index}: the model returns {type(value).__name__} "
+                          f"({value!r}), not a tensor; FACT graphs return tensors only "
+                          f"(return the tensors and compute the rest outside the model)")
+    return encoded
+
+
 def _user_output_names(ep: torch.export.ExportedProgram) -> list[Any]:
     """The graph's user outputs (buffer mutations and other side outputs are left out)."""
     out_node = next(n for n in ep.graph.nodes if n.op == "output")
@@ -352,7 +363,7 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
         else:
             raise ExportError(f"node {node.name}: FX op {node.op!r} ({node.target}) is not "
                               f"supported")
-    outputs = [_encode_arg(v, refs, "graph output") for v in _user_output_names(ep)]
+    outputs = [_encode_output(v, i, refs) for i, v in enumerate(_user_output_names(ep))]
     return {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name,
             "inputs": inputs, "params": params, "nodes": nodes, "outputs": outputs}
 
