@@ -100,6 +100,8 @@ class Sm90:
     l2hint: int = 0    # TMA loads: K/V evict-last, Q evict-first
     lazy: int = 0      # O rescaled only when a row's max grows by more than 2^8
     chain: int = 0     # the next tile's first Q.K^T issued with this tile's last P.V (2 Q buffers)
+    cluster: int = 1   # 2: pairs of CTAs multicast K/V (no mask)
+    preg: int = 24     # registers the producer warpgroup keeps (setmaxnreg)
 
     @property
     def bm(self) -> int:
@@ -110,7 +112,8 @@ class Sm90:
         return (f"fact_attn_sm90_{self.io}_d{self.d}_{self.mask}_{self.bm}x{self.bn}_s{self.stages}"
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
-                f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}")
+                f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
+                f"{f'_r{self.preg}' if self.preg != 24 else ''}")
 
 
 def render_sm90(c: Sm90) -> tuple[str, str]:
@@ -120,7 +123,8 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
             "STAGES": str(c.stages), "CONSUMER_WG": str(c.wg), "OVERLAP": str(c.overlap),
             "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb), "PERSISTENT": str(c.persistent),
             "EPILOGUE": str(c.epilogue), "L2HINT": str(c.l2hint),
-            "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain)}
+            "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain),
+            "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -145,17 +149,21 @@ PROBLEMS = {
 
 def sm90_configs() -> list:
     """The sm90 variants measured, and the sm80 kernels (bf16 model) they are compared with.
-    Earlier runs (perf-notes v10a-v10e) also measured the sequential and overlap-only
+    Earlier runs (perf-notes v10a-v10f) also measured the sequential and overlap-only
     variants, 128x64, one consumer warpgroup (also at 2 CTAs per SM), non-persistent grids,
     3 stages, 128x192, the register and Q-tile epilogues, L2 hints and an n128 last block;
     each lost to (or tied with) the persistent overlap + pingpong with its own shared-memory
-    epilogue."""
+    epilogue and lazy rescaling."""
     out = []
     pp = dict(wg=2, overlap=1, pingpong=1, persistent=1, epilogue=1, lazy=1)
     for d, mask in ((128, "nomask"), (128, "causal"), (96, "causal")):
-        out += [Sm90("bf16", d, mask, 128, stages=2, chain=c, **pp) for c in (0, 1)]
+        out += [Sm90("bf16", d, mask, 128, stages=2, **pp)]
         if mask == "nomask":
-            out += [Sm90("bf16", d, mask, 160, stages=2, **pp)]
+            out += [Sm90("bf16", d, mask, 128, stages=2, cluster=2, **pp),
+                    Sm90("bf16", d, mask, 128, stages=2, cluster=2, preg=40, **pp),
+                    Sm90("bf16", d, mask, 160, stages=2, cluster=2, preg=40, **pp)]
+        else:
+            out += [Sm90("bf16", d, mask, 128, stages=2, chain=1, **pp)]
         out.append(("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2))
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     return out
