@@ -145,26 +145,34 @@ PROBLEMS = {
     "hf_llama_causal_attention": (4, 32, 8, 2048, 128, "causal", "bthd"),
     "mingpt_attention_core": (128, 8, 8, 512, 96, "causal", "qkv"),
 }
+#: The tensor masks, on smaller shapes: an additive [1, 1, T, T] mask with a row of -inf
+#: (NaN, as eager) and a row of finfo.min (finite: eager averages it uniformly); keep and
+#: drop masks [B, 1, T, T] with a row that removes every key.
+MASK_PROBLEMS = {
+    "gqa_additive_mask": (2, 32, 8, 1024, 128, "additive", "bthd"),
+    "gqa_keep_mask": (2, 32, 8, 1024, 128, "keep", "bthd"),
+    "mingpt_drop_mask": (16, 8, 8, 512, 96, "drop", "qkv"),
+}
+ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS}
 
 
 def sm90_configs() -> list:
     """The sm90 variants measured, and the sm80 kernels (bf16 model) they are compared with.
-    Earlier runs (perf-notes v10a-v10f) also measured the sequential and overlap-only
+    Earlier runs (perf-notes v10a-v10g) also measured the sequential and overlap-only
     variants, 128x64, one consumer warpgroup (also at 2 CTAs per SM), non-persistent grids,
-    3 stages, 128x192, the register and Q-tile epilogues, L2 hints and an n128 last block;
-    each lost to (or tied with) the persistent overlap + pingpong with its own shared-memory
-    epilogue and lazy rescaling."""
-    out = []
+    3 stages, 128x192, the register and Q-tile epilogues, L2 hints, an n128 last block and
+    clusters of two; each lost to (or tied with) the persistent overlap + pingpong with its
+    own shared-memory epilogue and lazy rescaling (chaining for minGPT)."""
     pp = dict(wg=2, overlap=1, pingpong=1, persistent=1, epilogue=1, lazy=1)
-    for d, mask in ((128, "nomask"), (128, "causal"), (96, "causal")):
-        out += [Sm90("bf16", d, mask, 128, stages=2, **pp)]
-        if mask == "nomask":
-            out += [Sm90("bf16", d, mask, 128, stages=2, cluster=2, **pp),
-                    Sm90("bf16", d, mask, 128, stages=2, cluster=2, preg=40, **pp),
-                    Sm90("bf16", d, mask, 160, stages=2, cluster=2, preg=40, **pp)]
-        else:
-            out += [Sm90("bf16", d, mask, 128, stages=2, chain=1, **pp)]
-        out.append(("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2))
+    out = [Sm90("bf16", 128, "nomask", 128, **pp), Sm90("bf16", 128, "nomask", 160, **pp),
+           Sm90("bf16", 128, "nomask", 128, **{**pp, "lazy": 0}), ("bf16", "bf16", 128, "nomask", 128, 64, 1),
+           Sm90("bf16", 128, "causal", 128, **pp), Sm90("bf16", 128, "causal", 128, chain=1, **pp),
+           ("bf16", "bf16", 128, "causal", 128, 64, 1),
+           Sm90("bf16", 96, "causal", 128, chain=1, **pp), Sm90("bf16", 96, "causal", 128, **pp),
+           ("bf16", "bf16", 96, "causal", 64, 32, 2)]
+    for d, mask in ((128, "additive"), (128, "keep"), (96, "drop")):
+        out += [Sm90("bf16", d, mask, 128, **pp), Sm90("bf16", d, mask, 128, **{**pp, "lazy": 0}),
+                ("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     return out
 
@@ -185,7 +193,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--sm90", action="store_true",
                     help="the sm90 template on the three problems of PROBLEMS, with sm80 kernels alongside")
-    ap.add_argument("--problems", default=",".join(PROBLEMS), help="--sm90: comma-separated problem names")
+    ap.add_argument("--problems", default=",".join(ALL_PROBLEMS), help="--sm90: comma-separated problem names")
     ap.add_argument("--compile", action="store_true", help="--sm90: time torch.compile too (about 30 s each)")
     ap.add_argument("--results", default="", help="--sm90: also write this BENCH-format JSON (+ .md)")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
@@ -421,7 +429,7 @@ def make_problem(pname: str, seed: int = 0, ramp: float = 0.0):
     path is exercised, which plain N(0, 1) logits rarely do after the first block."""
     import torch
 
-    B, H, HK, T, D, mask, layout = PROBLEMS[pname]
+    B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
     g = torch.Generator(device="cuda").manual_seed(seed)
     dt = torch.bfloat16
     if layout == "qkv":
@@ -435,8 +443,16 @@ def make_problem(pname: str, seed: int = 0, ramp: float = 0.0):
     if ramp:
         k.mul_((1 + ramp * torch.arange(T, device="cuda") / T).to(dt).view(1, 1, T, 1))
     out = torch.full((B, T, H, D), float("nan"), device="cuda", dtype=dt)
+    m = None
+    if mask == "additive":
+        m = (torch.randn(1, 1, T, T, device="cuda", generator=g) * 2).to(dt)
+        m[..., 5, :] = float("-inf")  # every key removed: NaN, as eager
+        m[..., 6, :] = torch.finfo(dt).min  # finite: eager averages the row uniformly
+    elif mask in ("keep", "drop"):
+        m = (torch.rand(B, 1, T, T, device="cuda", generator=g) > 0.3).to(torch.uint8)
+        m[:, :, 7, :] = 1 if mask == "drop" else 0  # a row with every key removed
     return dict(B=B, H=H, HK=HK, T=T, D=D, mask=mask, q=q, k=k, v=v, out=out, o=out.transpose(1, 2),
-                scale=1.0 / math.sqrt(D))
+                scale=1.0 / math.sqrt(D) * (0.7 if mask == "additive" else 1.0), m=m)
 
 
 def reference64(P):
@@ -452,8 +468,16 @@ def reference64(P):
         kk = P["k"][sl].double().repeat_interleave(H // HK, dim=1)
         vv = P["v"][sl].double().repeat_interleave(H // HK, dim=1)
         s = (P["q"][sl].double() @ kk.transpose(-2, -1)) * P["scale"]
+        m = P.get("m")
+        mm = None if m is None else m[sl] if m.size(0) > 1 else m
         if P["mask"] == "causal":
             s.masked_fill_(~tri, float("-inf"))
+        elif P["mask"] == "additive":
+            s += mm.double()
+        elif P["mask"] == "keep":
+            s.masked_fill_(mm == 0, float("-inf"))
+        elif P["mask"] == "drop":
+            s.masked_fill_(mm != 0, float("-inf"))
         ref[sl] = torch.softmax(s, dim=-1) @ vv
         del kk, vv, s
     return ref
@@ -484,13 +508,20 @@ def load_kernel(lib_path: pathlib.Path, name: str):
 
 def attn_args(P) -> FactAttentionArgs:
     q, k, v, o = P["q"], P["k"], P["v"], P["o"]
-    return FactAttentionArgs(
+    a = FactAttentionArgs(
         batch=P["B"], heads=P["H"], kv_heads=P["HK"], seq_q=P["T"], seq_k=P["T"], head_dim=P["D"],
         q=q.data_ptr(), q_batch_stride=q.stride(0), q_head_stride=q.stride(1), q_row_stride=q.stride(2),
         k=k.data_ptr(), k_batch_stride=k.stride(0), k_head_stride=k.stride(1), k_row_stride=k.stride(2),
         v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1), v_row_stride=v.stride(2),
         o=o.data_ptr(), o_batch_stride=o.stride(0), o_head_stride=o.stride(1), o_row_stride=o.stride(2),
         scale=P["scale"])
+    m = P.get("m")
+    if m is not None:
+        a.mask = m.data_ptr()
+        a.mask_batch_stride = m.stride(0) if m.size(0) > 1 else 0
+        a.mask_head_stride = m.stride(1) if m.size(1) > 1 else 0
+        a.mask_row_stride = m.stride(2)
+    return a
 
 
 TOL_BF16 = 3e-2  # the bf16 tolerance of run_gpu (max error over max |ref|)
@@ -512,8 +543,18 @@ def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
     if r != 0:
         return {"kernel": name, "verified": False, "run_rc": r}, None
     res = {"kernel": name, **compare(P["o"], ref)}
-    res["verified"] = (res["nan_match"] and res["all_finite"] and res["max_rel_err"] < TOL_BF16
+    dead = P.get("m") is not None  # the mask problems have rows with every key removed
+    res["verified"] = (res["nan_match"] and (res["all_finite"] or dead) and res["max_rel_err"] < TOL_BF16
                        and res["ref_std"] > 0)
+    if dead:  # again with SDPA's convention: those rows 0, every element written and finite
+        a.flags = 1
+        P["out"].fill_(float("nan"))
+        r = run(ctypes.byref(a), None, 0, stream)
+        torch.cuda.synchronize()
+        z = compare(P["o"], torch.nan_to_num(ref, nan=0.0))
+        res["empty_zero_max_rel_err"] = z["max_rel_err"]
+        res["verified"] = res["verified"] and r == 0 and z["all_finite"] and z["max_rel_err"] < TOL_BF16
+        a.flags = 0
 
     def fact():
         rr = run(ctypes.byref(a), None, 0, stream)
@@ -589,7 +630,7 @@ def run_sm90(configs, built, opts) -> int:
     log = open(work / "sm90_children.log", "w")
     rows, ok_all = [], True
     for pname in opts.problems.split(","):
-        B, H, HK, T, D, mask, layout = PROBLEMS[pname]
+        B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
         cfgs = [c for c in configs if c in built and cfg_matches(c, D, mask)]
         if not cfgs:
             continue
@@ -610,7 +651,9 @@ def run_sm90(configs, built, opts) -> int:
         ke = k.repeat_interleave(H // HK, dim=1) if HK != H else k
         ve = v.repeat_interleave(H // HK, dim=1) if HK != H else v
         # SDPA's own error on the same inputs, for scale
-        sd = F.scaled_dot_product_attention(q, ke, ve, is_causal=causal, scale=scale)
+        m_t = P.get("m")
+        sd_mask = None if m_t is None else (m_t if mask == "additive" else (m_t != 0) if mask == "keep" else (m_t == 0))
+        sd = F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal, scale=scale)
         sdpa_err = compare(sd, ref)["max_rel_err"]
         del sd
         cand, results, keep = {}, [], []
@@ -638,12 +681,15 @@ def run_sm90(configs, built, opts) -> int:
             att = (q @ ke.transpose(-2, -1)) * scale
             if causal:
                 att = att.masked_fill(~tri, float("-inf"))
+            elif sd_mask is not None:
+                att = att + sd_mask if mask == "additive" else att.masked_fill(~sd_mask, float("-inf"))
             return (torch.softmax(att, dim=-1) @ ve).transpose(1, 2).contiguous()
 
-        cand["sdpa"] = lambda: F.scaled_dot_product_attention(q, ke, ve, is_causal=causal, scale=scale
-                                                              ).transpose(1, 2).contiguous()
-        cand["sdpa_gqa"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
-                                                                  enable_gqa=HK != H).transpose(1, 2).contiguous()
+        cand["sdpa"] = lambda: F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal,
+                                                              scale=scale).transpose(1, 2).contiguous()
+        cand["sdpa_gqa"] = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=sd_mask, is_causal=causal,
+                                                                  scale=scale, enable_gqa=HK != H
+                                                                  ).transpose(1, 2).contiguous()
         cand["eager"] = eager
         if opts.compile:
             cand["inductor"] = torch.compile(eager)
