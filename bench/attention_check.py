@@ -724,6 +724,16 @@ def run_sm90(configs, built, opts) -> int:
     return 0 if ok_all else 1
 
 
+def md_row(row) -> str:
+    """One row of the rendered table, from a row of the BENCH-format JSON."""
+    base = row["baselines_ms"]
+    nan = float("nan")
+    return (f"| {row['problem']} | {row['policy']} | {row['fact_ms']:.3f} | {base['sdpa']:.3f} | "
+            f"{base['sdpa'] / row['fact_ms']:.2f}x | {row.get('sdpa_gqa_ms', nan):.3f} | "
+            f"{row.get('fact_sm80_ms') or nan:.3f} | {base.get('inductor', nan):.3f} | {base.get('eager', nan):.3f} | "
+            f"{row['max_rel_err']:.1e} ({row['sdpa_max_rel_err']:.1e}) | `{row['kernels'][0]}` |")
+
+
 def write_bench(rows, path: pathlib.Path, opts) -> None:
     """/work/shared/BENCH.md's format: per problem the fastest verified sm90 kernel; the best
     sm80 kernel of the same run alongside (fact_sm80_ms)."""
@@ -745,8 +755,9 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
                        "torch": torch.__version__, "cuda": torch.version.cuda, "cutlass": cut,
                        "fact_commit": os.environ.get("FACT_COMMIT", "")},
            "rows": []}
-    md = ["| problem | policy | FACT sm90 ms | SDPA ms | vs SDPA | FACT sm80 ms | eager ms | max rel err (SDPA's) | kernel |",
-          "|---|---|---|---|---|---|---|---|---|"]
+    md = ["| problem | policy | FACT sm90 ms | SDPA ms | vs SDPA | SDPA `enable_gqa` ms | FACT sm80 ms | torch.compile ms "
+          "| eager ms | max rel err (SDPA's) | kernel |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for pname in PROBLEMS:
         mine = [r for r in rows if r["problem"] == pname]
         s90 = [r for r in mine if r["family"] == "sm90" and r["verified"] and "fact_ms" in r]
@@ -769,9 +780,7 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
                "fact_sm80_ms": round(b80["fact_ms"], 4) if b80 else None,
                "fact_sm80_kernel": b80["kernel"] if b80 else None}
         out["rows"].append(row)
-        md.append(f"| {pname} | bf16 | {row['fact_ms']:.3f} | {base['sdpa']:.3f} | {base['sdpa'] / row['fact_ms']:.2f}x | "
-                  f"{row['fact_sm80_ms'] if b80 else float('nan'):.3f} | {base.get('eager', float('nan')):.3f} | "
-                  f"{row['max_rel_err']:.1e} ({row['sdpa_max_rel_err']:.1e}) | `{best['kernel']}` |")
+        md.append(md_row(row))
     path.write_text(json.dumps(out, indent=1) + "\n")
     head = [f"# Attention kernels on the {out['machine']['gpu']} (kernel level, bf16)", "",
             f"`{out['command']}` at {out['machine']['fact_commit'] or '?'}, {out['date']}; median of "
