@@ -174,6 +174,10 @@ def sm90_configs() -> list:
         out += [Sm90("bf16", d, mask, 128, **pp), Sm90("bf16", d, mask, 128, **{**pp, "lazy": 0}),
                 ("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
+    if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
+        out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
+                Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **{**pp, "persistent": 0}),
+                Sm90("bf16", 128, "nomask", 128, **{**pp, "persistent": 0})]
     return out
 
 
