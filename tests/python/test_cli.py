@@ -59,13 +59,22 @@ def test_problem_without_model_exits_2_with_message(tmp_path, capsys, fake_factc
     assert "missing Model" in err and str(path) in err
 
 
-def test_no_gpu_stops_after_compiling_and_exits_0(tmp_path, capsys, fake_factc,
+def test_no_gpu_stops_after_compiling_and_exits_3(tmp_path, capsys, fake_factc,
                                                  problem_file) -> None:
     out = tmp_path / "work"
-    assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert text.strip() == ("verification and tuning need a GPU: discovered 2 patterns, "
-                            f"compiled 2 kernels (cache: /tmp/fake-cache); stopping\nfiles: {out}")
+    assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.strip() == (
+        "verification and tuning need a GPU: discovered 2 patterns, compiled 2 kernels "
+        "(cache: /tmp/fake-cache); stopping\n"
+        "no GPU here: verifying the kernels against float64, tuning them against the vendor "
+        "library and running the optimized module need a CUDA GPU (sm_90a: H100/H200)\n"
+        f"files: {out} (graph.json, plan.json, realized.json)")
+    # What it did, step by step, on stderr (the fact logger), and no traceback.
+    assert captured.err.splitlines() == [
+        "fact: small_linear: exporting the graph",
+        "fact: small_linear: discovering patterns (4 nodes)",
+        "fact: small_linear: realizing 2 patterns (budget all candidates)"]
     graph = json.loads((out / "graph.json").read_text())
     assert [n["op"] for n in graph["nodes"]] == [
         "aten.linear.default", "aten.relu.default", "aten.t.default", "aten.matmul.default"]
