@@ -40,7 +40,7 @@ from fact.factc import find_factc, run_factc
 from fact.gpu import NEEDS_GPU, GpuRequired, gpu_present
 from fact.log import logger
 from fact.module_report import coverage, write_module_report
-from fact.plan_summary import unmatched_text
+from fact.plan_summary import NothingMatched, unmatched_text
 from fact.precision import (Check, check_output, eager_precision, fact_precision,
                             flat_tensors, resolve_policy, tolerance)
 from fact.progress import Progress
@@ -306,23 +306,32 @@ def _stage_paths(out_dir: str) -> dict[str, str]:
 
 
 def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], policy: str,
-                     opts: OptimizeOptions) -> tuple[str, dict, float]:
+                     opts: OptimizeOptions, program: torch.export.ExportedProgram | None = None,
+                     graph: dict | None = None, require_patterns: bool = False
+                     ) -> tuple[str, dict, float]:
     """Steps 1-4: export and run the engine. Returns (artifact dir, realized.json, seconds).
 
     The artifact also gets the plan, realized.json and ``environment.json``
     (:func:`fact.artifact.keep_sources`) and, with ``opts.save_params``, ``params.pt``.
+    ``program`` and ``graph``, when given, are the model's exported program and its FACT
+    graph (the backend exports before it knows whether it has compiled the graph before).
 
     Raises:
         fact.export.ExportError, fact.factc.FactcError, GpuRequired.
+        fact.plan_summary.NothingMatched: ``require_patterns`` and discovery found none
+            (nothing is realized then).
     """
     paths = _stage_paths(opts.out_dir)
     os.makedirs(opts.out_dir, exist_ok=True)
     factc = find_factc(opts.factc)
     t0 = time.perf_counter()
     name = opts.problem_name or type(model).__name__
-    logger.info("%s: exporting the graph", name)
-    ep = export_program(model, example_inputs)
-    graph = graph_from_program(ep, name=type(model).__name__)
+    if program is None:
+        logger.info("%s: exporting the graph", name)
+        program = export_program(model, example_inputs)
+    ep = program
+    if graph is None:
+        graph = graph_from_program(ep, name=type(model).__name__)
     write_graph(graph, paths["graph"])
     logger.info("%s: discovering patterns (%d nodes)", name, len(graph["nodes"]))
     run_factc(factc, ["discover", paths["graph"], "-o", paths["plan"], "--policy", policy],
@@ -330,6 +339,8 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
     with open(paths["plan"], encoding="utf-8") as f:
         plan = json.load(f)
     n_patterns = len(plan.get("patterns", []))
+    if n_patterns == 0 and require_patterns:
+        raise NothingMatched(plan)
     if n_patterns == 0:
         logger.warning("%s: nothing matched: %s", name, unmatched_text(plan))
     realize = ["realize", paths["plan"], "--policy", policy, "-o", paths["realized"]]

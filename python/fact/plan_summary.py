@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Mapping
 
-__all__ = ["aten_ops", "unmatched_text", "TOP"]
+__all__ = ["aten_ops", "unmatched_text", "NothingMatched", "TOP"]
 
 #: How many (op, reason) groups the message names.
 TOP = 5
@@ -68,3 +68,12 @@ def unmatched_text(plan: Mapping, top: int = TOP) -> str:
     more = len(ops) - top
     tail = f", and {more} more kind{'s' if more != 1 else ''}" if more > 0 else ""
     return f"{total} op{'s' if total != 1 else ''} stay ATen: {shown}{tail}"
+
+
+class NothingMatched(Exception):
+    """Discovery found no pattern in a graph; the message names the ops left to ATen and why
+    (:func:`unmatched_text`). Attributes: ``plan`` (the plan dict)."""
+
+    def __init__(self, plan: Mapping) -> None:
+        self.plan = plan
+        super().__init__(f"nothing matched: {unmatched_text(plan)}")
