@@ -30,8 +30,9 @@ from typing import Mapping
 
 import torch
 
-from fact.environment import (ENVIRONMENT_FILE, current_environment, describe, mismatches,
-                              read_environment, recorded_environment, write_environment)
+from fact import environment
+from fact.environment import (ENVIRONMENT_FILE, describe, mismatches, read_environment,
+                              recorded_environment, write_environment)
 from fact.log import logger, warn_once
 
 __all__ = ["cache_root", "save_artifact", "load_artifact", "rebuild_artifact", "aten_module",
@@ -127,7 +128,7 @@ def rebuild_artifact(artifact_dir: str, factc: str | None = None, out_root: str 
         raise ArtifactError(f"{plan}: missing, so the artifact cannot be rebuilt")
     recorded = read_environment(artifact_dir) or {}
     policy = recorded.get("policy") or _manifest(artifact_dir).get("policy") or "tf32"
-    here = current_environment()
+    here = environment.current_environment()
     with open(plan, "rb") as f:
         key = hashlib.sha256(f.read() + json.dumps(
             [policy, here.get("gpu"), here.get("cc"), here.get("cuda_runtime")]).encode()
@@ -198,11 +199,12 @@ def load_artifact(artifact_dir: str | os.PathLike, model: torch.nn.Module | None
         logger.info("%s has no %s: its kernels' GPU cannot be checked; loading it as it is",
                     artifact_dir, ENVIRONMENT_FILE)
         return _load_as_is(artifact_dir, model)
-    here = current_environment()
+    here = environment.current_environment()
     diff = mismatches(recorded, here)
     if not diff:
         return _load_as_is(artifact_dir, model)
-    what = ", ".join(f"{k} {a} here {b}" for k, (a, b) in diff.items())
+    what = "; ".join(f"{k}: {a} there, {b if b is not None else 'none'} here"
+                     for k, (a, b) in diff.items())
     head = (f"fact: {artifact_dir} was built for {describe(recorded)}; this machine has "
             f"{describe(here)} ({what})")
     if here.get("gpu") and rebuild:

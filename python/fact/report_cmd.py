@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import os
 
-from fact.environment import (ENVIRONMENT_FILE, current_environment, describe, mismatches,
-                              read_environment)
+from fact import environment
+from fact.environment import ENVIRONMENT_FILE, describe, mismatches, read_environment
 from fact.module_report import write_module_report
 
 __all__ = ["rerender", "ENVIRONMENT_MARKER"]
@@ -25,7 +25,7 @@ ENVIRONMENT_MARKER = "<!-- fact report: environment -->"
 
 def _environment_section(artifact_dir: str) -> str:
     recorded = read_environment(artifact_dir)
-    here = current_environment()
+    here = environment.current_environment()
     lines = [ENVIRONMENT_MARKER, "## Environment", ""]
     if recorded is None:
         lines.append(f"No {ENVIRONMENT_FILE}: the machine the kernels were built on is not "

@@ -2,7 +2,7 @@
 
 discover: one gemm pattern per mm/matmul/linear/bmm node; every other node is a fallback
 ("no rule matches"). realize: "gpu" null unless $FAKE_FACTC_GPU is set, in which case the
-vendor candidate wins; it prints factc's progress lines (kernels planned, each one built,
+vendor candidate wins (compute capability $FAKE_FACTC_CC, default 9.0); it prints factc's progress lines (kernels planned, each one built,
 each pattern tuned), and with a GPU keeps a registry, <cache>/fake-registry.json (cache:
 --cache, else $FACT_CACHE_DIR, else none), keyed by policy and pattern nodes: a pattern
 found there is "registry": "hit (tuned ...)" and prints factc's registry-hit line.
@@ -63,7 +63,8 @@ def _realize(args):
         os.makedirs(os.path.dirname(reg_path), exist_ok=True)
         json.dump(registry, open(reg_path, "w"))
     realized = {"format": "fact.realized", "version": 1, "policy": policy,
-                "gpu": gpu or None, "cc": "9.0" if gpu else None,
+                "gpu": gpu or None,
+                "cc": os.environ.get("FAKE_FACTC_CC", "9.0") if gpu else None,
                 "cuda_runtime": "13.0" if gpu else None, "cutlass": "4.2.0",
                 "cache": _opt(args, "--cache") if "--cache" in args else "/tmp/fake-cache",
                 "patterns": pats}
