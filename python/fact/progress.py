@@ -93,8 +93,6 @@ class Progress:
 
     def _tune_bar(self) -> Any:
         if self._tune is None:
-            if self._compile is not None:
-                self._compile.close()
             self._tune = self._bar("tune", max(self.patterns, 1), "pattern")
         return self._tune
 
