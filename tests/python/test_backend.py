@@ -273,6 +273,32 @@ def test_a_subgraph_without_a_pattern_runs_as_dynamo_gave_it(tmp_path, engine,
                          "matches), aten.relu.default x1 (no rule matches)")
 
 
+def test_a_symbolic_size_runs_unchanged_and_static_sizes_compile(tmp_path, engine,
+                                                                   monkeypatch) -> None:
+    monkeypatch.setattr(fact.log, "_said", set())
+    model = GraphBreak().eval()
+    xs = [torch.randn(b, 16) for b in (4, 8)]
+    out_dir = tmp_path / "out"
+    with torch.no_grad():
+        # dynamic=None: the second batch size makes Dynamo's batch symbolic.
+        compiled = torch.compile(model, backend="fact", options={"out_dir": str(out_dir)})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outs = [compiled(x) for x in xs]
+        assert all(torch.equal(o, model(x)) for o, x in zip(outs, xs))
+        symbolic = [str(w.message) for w in caught if issubclass(w.category, FactWarning)]
+        assert symbolic == ["fact backend: an input is symbolic (dynamic shapes): FACT graphs "
+                            "have static shapes for now (docs/09-backend.md); compile with "
+                            "dynamic=False; the graph runs as Dynamo gave it"]
+        assert len(_plans(out_dir)) == 2  # batch 4's two subgraphs only
+        # dynamic=False: each size is a static graph of its own.
+        torch._dynamo.reset()
+        static = torch.compile(model, backend="fact", dynamic=False,
+                               options={"out_dir": str(out_dir)})
+        assert all(torch.equal(static(x), model(x)) for x in xs)
+    assert len(_plans(out_dir)) == 4
+
+
 def test_an_unknown_option_is_named() -> None:
     model = GraphBreak().eval()
     with torch.no_grad(), pytest.raises(Exception, match="unknown option tune_bugdet .*known: "
