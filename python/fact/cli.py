@@ -110,21 +110,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _StderrHandler(logging.StreamHandler):
-    """A handler writing to whatever ``sys.stderr`` is when a record comes (not the stream
-    of the moment it was made), as ``fact: message``."""
+class _StderrHandler(logging.Handler):
+    """Records as ``fact: message`` on whatever ``sys.stderr`` is when they come (not the
+    stream of the moment the handler was made), through ``tqdm.write`` so that a progress
+    bar on the terminal is redrawn below the line instead of being cut by it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setFormatter(logging.Formatter("fact: %(message)s"))
 
-    @property  # type: ignore[override]
-    def stream(self):  # noqa: D401 - logging's attribute
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # logging must never fail the run
+            self.handleError(record)
 
 
 def _log_to_stderr() -> None:

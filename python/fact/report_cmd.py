@@ -15,7 +15,7 @@ import os
 
 from fact import environment
 from fact.environment import ENVIRONMENT_FILE, describe, mismatches, read_environment
-from fact.module_report import write_module_report
+from fact.module_report import replace_section, write_module_report
 
 __all__ = ["rerender", "ENVIRONMENT_MARKER"]
 
@@ -65,14 +65,5 @@ def rerender(artifact_dir: str | os.PathLike) -> str:
         with open(result, encoding="utf-8") as f:
             doc = json.load(f)
         write_module_report(artifact_dir, doc["row"], doc["checks"], doc["timings"])
-    path = os.path.join(artifact_dir, "report.md")
-    text = "# FACT report\n"
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    if ENVIRONMENT_MARKER in text:
-        text = text[:text.index(ENVIRONMENT_MARKER)]
-    text = text.rstrip("\n") + "\n\n" + _environment_section(artifact_dir)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return text
+    return replace_section(os.path.join(artifact_dir, "report.md"), ENVIRONMENT_MARKER,
+                           _environment_section(artifact_dir))

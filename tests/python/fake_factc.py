@@ -2,10 +2,10 @@
 
 discover: one gemm pattern per mm/matmul/linear/bmm node; every other node is a fallback
 ("no rule matches"). realize: "gpu" null unless $FAKE_FACTC_GPU is set, in which case the
-vendor candidate wins (compute capability $FAKE_FACTC_CC, default 9.0); it prints factc's progress lines (kernels planned, each one built,
-each pattern tuned), and with a GPU keeps a registry, <cache>/fake-registry.json (cache:
---cache, else $FACT_CACHE_DIR, else none), keyed by policy and pattern nodes: a pattern
-found there is "registry": "hit (tuned ...)" and prints factc's registry-hit line.
+vendor candidate wins (compute capability $FAKE_FACTC_CC, default 9.0); it prints factc's
+progress lines (kernels planned, each one built, each pattern tuned), and with a GPU keeps
+a registry, <cache>/fake-registry.json (cache: --cache, else $FACT_CACHE_DIR, else none),
+keyed by policy and pattern nodes: a pattern found there is "registry": "hit (tuned ...)" and prints factc's registry-hit line.
 compose: an all-vendor artifact, or, when $FAKE_FACTC_PATTERNS names a JSON file, exactly
 the manifest patterns it lists, with $FAKE_FACTC_LIBRARY copied as libfact_kernels.so.
 When $FAKE_FACTC_LOG names a file, every command line is appended to it. Usage mirrors

@@ -42,18 +42,9 @@ H200 = {"format": "fact.environment", "version": 1, "gpu": "NVIDIA H200", "cc": 
 A100_HERE = {"gpu": "NVIDIA A100-SXM4-80GB", "cc": "8.0", "cuda_runtime": "13.0"}
 
 
-class _Linear(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(16, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.fc(x))
-
-
 def _pattern() -> dict:
     return {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
-            "operands": {"a": "x", "b": "p_fc_weight", "bias": "p_fc_bias"},
+            "operands": {"a": "input", "b": "p_0_weight", "bias": "p_0_bias"},
             "problem": {"kind": "gemm", "m": 4, "n": 8, "k": 16, "l": 1, "layout_a": "row",
                         "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 8,
                         "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
@@ -69,7 +60,7 @@ def artifact(tmp_path, build_c_library, fake_factc) -> tuple[str, nn.Module, tor
     engine's discover, so that a rebuild has something to realize). Returns (path, model,
     an input)."""
     torch.manual_seed(0)
-    model, x = _Linear().eval(), torch.randn(4, 16)
+    model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
     ep = export_program(model, [x])
     src = tmp_path / "stub.c"
     src.write_text(_STUB)
@@ -116,8 +107,8 @@ def test_a_saved_artifact_reloads_in_a_fresh_process_without_factc(tmp_path, art
     module, said = _load(art)
     assert said == [] and module.bindings["p0"].functions.name() == "stub_gemm_sm90a"
     with torch.no_grad():
-        model.fc.bias += 1.0  # the saved copy carries the module's tensors as they are now
-        module.p_fc_bias.copy_(model.fc.bias)
+        model[0].bias += 1.0  # the saved copy carries the module's tensors as they are now
+        module.p_0_bias.copy_(model[0].bias)
     saved = module.save(tmp_path / "saved")
     assert sorted(os.listdir(saved)) == ["environment.json", "graph.json", "libfact_kernels.so",
                                          "manifest.json", "params.pt", "plan.json"]
@@ -150,8 +141,8 @@ def test_another_gpu_is_said_and_the_artifact_rebuilt_for_this_one(tmp_path, art
     assert rebuilt.startswith(str(tmp_path / "cache" / "rebuilt"))
     assert said == [f"fact: {art} was built for NVIDIA H200 (cc 9.0), CUDA 13.0; this machine "
                     f"has NVIDIA A100-SXM4-80GB (cc 8.0), CUDA 13.0 (gpu: NVIDIA H200 there, "
-                    f"NVIDIA A100-SXM4-80GB here; cc: 9.0 there, 8.0 here): rebuilt its kernels for this "
-                    f"GPU from its plan, the tuning registry and the kernel cache: {rebuilt}"]
+                    f"NVIDIA A100-SXM4-80GB here; cc: 9.0 there, 8.0 here): rebuilt its "
+                    f"kernels for this GPU from its plan, the tuning registry and the kernel cache: {rebuilt}"]
     # Realized and composed again with the recorded policy and budget; the stand-in's
     # winner here is the vendor path, so no kernel built for the H200 is bound.
     assert log.read_text().splitlines()[0].startswith(f"realize {art}/plan.json --policy fp32")
@@ -176,8 +167,8 @@ def test_without_a_gpu_the_kernels_stay_off_and_the_library_closed(tmp_path, art
     _here(monkeypatch, None)
     module, said = _load(art)
     reason = (f"fact: {art} was built for NVIDIA H200 (cc 9.0), CUDA 13.0; this machine has no "
-              f"GPU (gpu: NVIDIA H200 there, none here; cc: 9.0 there, none here); without a GPU its kernels "
-              f"cannot run")
+              f"GPU (gpu: NVIDIA H200 there, none here; cc: 9.0 there, none here); without a "
+              f"GPU its kernels cannot run")
     assert said == [reason + ": every node runs as its ATen op"]
     assert module.bindings == {}
     (entry,) = module.manifest["patterns"]

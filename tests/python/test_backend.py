@@ -91,43 +91,6 @@ def test_the_entry_point_lists_fact_among_dynamos_backends(metadata) -> None:
     assert proc.stdout.split() == ["True", "True"], proc.stderr
 
 
-def _installed_backends() -> str:
-    """The torch_dynamo_backends another install of the package already declares."""
-    from importlib.metadata import entry_points
-    return " ".join(e.name for e in entry_points(group="torch_dynamo_backends")
-                    if not e.dist or "metadata" not in str(getattr(e.dist, "_path", "")))
-
-
-def _plans(out_dir) -> list[str]:
-    """``<subgraph>/plan.json`` of each subgraph's folder under ``out_dir``."""
-    if not os.path.isdir(out_dir):
-        return []
-    return sorted(os.path.join(d, "plan.json") for d in os.listdir(out_dir)
-                  if os.path.isfile(os.path.join(out_dir, d, "plan.json")))
-
-
-def _commands(log) -> list[str]:
-    return [line.split()[0] for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def test_the_entry_point_lists_fact_among_dynamos_backends(metadata) -> None:
-    (info,) = [d for d in os.listdir(metadata) if d.endswith(".dist-info")]
-    eps = open(os.path.join(metadata, info, "entry_points.txt")).read()
-    assert "[torch_dynamo_backends]\nfact = fact.backend:fact_backend" in eps
-    # A fresh process with the metadata on its path, as after pip install.
-    code = ("import torch._dynamo, fact.backend\n"
-            "from torch._dynamo.backends.registry import lookup_backend\n"
-            "print('fact' in torch._dynamo.list_backends())\n"
-            "print(lookup_backend('fact') is fact.backend.fact_backend)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.stdout.split() == ["True", "True"], proc.stderr
-    # Without it, the name is unknown: the metadata is what registers the backend.
-    bare = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    proc = subprocess.run([sys.executable, "-c", code.replace("print(lookup", "0 and print(")],
-                          env=bare, capture_output=True, text=True, timeout=300)
-    assert proc.stdout.split() == ["False"] or "fact" in _installed_backends(), proc.stderr
-
 
 def test_mini_gpt_compiles_to_one_subgraph_equal_to_eager(tmp_path, engine) -> None:
     torch.manual_seed(0)
