@@ -206,6 +206,7 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     key, message = scope_problem(example_inputs)
     if key:
         return _as_is(gm, key, message)
+    from fact.bench import Float64ReferenceError
     from fact.export import ExportError
     from fact.factc import FactcError
     from fact.gpu import GpuRequired
@@ -219,8 +220,9 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         return gm.forward
     except GpuRequired as exc:
         return _as_is(gm, "no-gpu", f"{str(exc).splitlines()[0]}")
-    except (ExportError, FactcError, ArtifactError, OSError) as exc:
-        return _as_is(gm, f"error:{type(exc).__name__}", f"{type(exc).__name__}: {exc}")
+    except (ExportError, FactcError, ArtifactError, Float64ReferenceError, OSError) as exc:
+        # Said once per distinct error: another subgraph's other error is said too.
+        return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}")
 
 
 class _Compiled:

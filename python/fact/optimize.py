@@ -377,12 +377,17 @@ def _on_device(model: torch.nn.Module, inputs: list[Any], device: str | None
                ) -> tuple[torch.nn.Module, list[Any], bool]:
     """(model, inputs, stop): copies moved to ``device`` when it is a CUDA device and a GPU
     is here; without one, the originals and ``stop`` = True (nothing is moved, no CUDA call
-    is made: the pipeline stops with GpuRequired after compiling)."""
+    is made: the pipeline stops with GpuRequired after compiling). Without a GPU it says so
+    first, whatever ``device`` is."""
+    present = gpu_present()
+    if not present:
+        logger.warning("no GPU here (torch.cuda.is_available() is False): %s", NEEDS_GPU)
     if device is None:
         return model, inputs, False
     dev = torch.device(device)
-    if dev.type == "cuda" and not gpu_present():
-        logger.warning("no GPU here: exporting, discovering and compiling only; %s", NEEDS_GPU)
+    if dev.type == "cuda" and not present:
+        logger.info("not moving the model to %s: exporting, discovering and compiling only",
+                    dev)
         return model, inputs, True
     moved = copy.deepcopy(model).to(dev)
     return moved, [x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs], False

@@ -20,6 +20,9 @@ from mini_models import ConvNet, GraphBreak, MiniGPT, mini_gpt_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+# The real engine, as the suite was started with it (the fixtures below swap in the
+# stand-in): $FACT_FACTC, else build/factc.
+ENGINE = os.environ.get("FACT_FACTC") or os.path.join(ROOT, "build", "factc")
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +123,37 @@ def test_mini_gpt_compiles_to_one_subgraph_equal_to_eager(tmp_path, engine) -> N
     assert len(manifest["patterns"]) == 13
     env = json.loads((work / "artifact" / "environment.json").read_text())
     assert (env["gpu"], env["policy"], env["fact"]) == ("Fake GPU", "fp32", "0.1.0")
+
+
+def test_the_engine_finds_in_the_subgraph_what_it_finds_in_the_model(tmp_path,
+                                                                      engine) -> None:
+    """The real engine's discovery (no GPU needed) on the backend's subgraph and on the
+    model's own export: the same patterns (the causal attention included)."""
+    from fact.export import write_graph
+    from fact.factc import FactcError, find_factc, run_factc
+    try:
+        real = find_factc(ENGINE)
+    except FactcError:
+        pytest.skip("needs the engine (build/factc)")
+    torch.manual_seed(0)
+    model, inputs = MiniGPT().eval(), mini_gpt_inputs()
+    out_dir = tmp_path / "out"
+    with torch.no_grad():
+        torch.compile(model, backend="fact", options={"out_dir": str(out_dir)})(*inputs)
+    (plan,) = _plans(out_dir)
+    write_graph(export(model, inputs), tmp_path / "direct.json")
+    found = {}
+    for name, graph in (("subgraph", out_dir / os.path.dirname(plan) / "graph.json"),
+                        ("model", tmp_path / "direct.json")):
+        run_factc(real, ["discover", str(graph), "-o", str(tmp_path / f"{name}.plan"),
+                         "--policy", "fp32"])
+        patterns = json.loads((tmp_path / f"{name}.plan").read_text())["patterns"]
+        found[name] = sorted((p["rule"], tuple(p["nodes"]),
+                              (p["problem"] or {}).get("mask")) for p in patterns)
+    assert found["subgraph"] == found["model"]
+    rules = [r for r, _, _ in found["model"]]
+    assert rules.count("attention") == 2 and rules.count("gemm") == 9
+    assert {m for r, _, m in found["model"] if r == "attention"} == {"causal"}
 
 
 def test_a_graph_break_makes_two_subgraphs_and_two_plans(tmp_path, engine) -> None:

@@ -57,9 +57,10 @@ def test_optimize_without_a_gpu_says_what_it_did_and_touches_no_cuda(tmp_path, f
         "library and running the optimized module need a CUDA GPU (sm_90a: H100/H200)\n"
         f"files: {tmp_path / 'o'} (graph.json, plan.json, realized.json)")
     assert [r.getMessage() for r in caplog.records] == [
-        "no GPU here: exporting, discovering and compiling only; verifying the kernels against "
+        "no GPU here (torch.cuda.is_available() is False): verifying the kernels against "
         "float64, tuning them against the vendor library and running the optimized module "
         "need a CUDA GPU (sm_90a: H100/H200)",
+        "not moving the model to cuda: exporting, discovering and compiling only",
         "_Two: exporting the graph", "_Two: discovering patterns (3 nodes)",
         "_Two: realizing 2 patterns (budget all candidates)"]
     # Nothing was moved: the model and the inputs are where they were, CUDA untouched.
