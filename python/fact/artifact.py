@@ -9,10 +9,10 @@ and toolkit its kernels were verified and tuned on, :mod:`fact.environment`), an
 runs a kernel on another one:
 
 1. no CUTLASS kernel in the manifest (vendor winners only): load it as it is;
-2. the GPU, compute capability and CUDA runtime match (:data:`fact.environment.MUST_MATCH`):
-   load it as it is; a kernel library that cannot be loaded here is a warning and the
+2. the GPU and its compute capability match, and the driver supports the CUDA runtime the
+   kernels were built with (:func:`fact.environment.mismatches`): load it as it is; a kernel library that cannot be loaded here is a warning and the
    ATen path, not a crash;
-3. they differ and a GPU is here: say so, and rebuild from the artifact's plan through
+3. otherwise, when a GPU is here: say so, and rebuild from the artifact's plan through
    ``factc realize`` and ``compose`` (:func:`rebuild_artifact`): the tuning registry and the
    kernel cache make that cheap when this GPU has seen these problems, and the kernels are
    verified and tuned for *this* GPU either way;
@@ -131,7 +131,7 @@ def rebuild_artifact(artifact_dir: str, factc: str | None = None, out_root: str 
     here = environment.current_environment()
     with open(plan, "rb") as f:
         key = hashlib.sha256(f.read() + json.dumps(
-            [policy, here.get("gpu"), here.get("cc"), here.get("cuda_runtime")]).encode()
+            [policy, here.get("gpu"), here.get("cc"), here.get("driver")]).encode()
         ).hexdigest()[:16]
     work = os.path.join(out_root or os.path.join(cache_root(), "rebuilt"), key)
     out = os.path.join(work, "artifact")
@@ -180,7 +180,8 @@ def load_artifact(artifact_dir: str | os.PathLike, model: torch.nn.Module | None
             backend or :meth:`fact.runtime.FactModule.save`.
         model: the module the graph came from (its tensors are used); without it
             ``params.pt`` must hold them.
-        rebuild: on another GPU or CUDA runtime, rebuild from the plan (else ATen).
+        rebuild: on another GPU (or a driver too old for its kernels), rebuild from the
+            plan (else ATen).
         factc: the engine for a rebuild (default: :func:`fact.factc.find_factc`).
 
     Returns:

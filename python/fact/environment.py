@@ -13,10 +13,11 @@ commit), the policy and the tuning budget::
      "torch": "2.11.0+cu130", "torch_cuda": "13.0", "fact": "0.1.0",
      "fact_commit": "56d2f93", "policy": "tf32", "tune_budget": 2}
 
-When an artifact loads, :func:`mismatches` compares the keys of :data:`MUST_MATCH` with
-:func:`current_environment`: a kernel is only ever run on the GPU (name and compute
-capability) and CUDA runtime it was verified on. The other keys are recorded for the
-report and for reproducing a run; differences there are logged, not acted on.
+When an artifact loads, :func:`mismatches` compares it with :func:`current_environment`: a
+kernel is only ever run on the GPU it was verified and tuned on (name and compute
+capability, :data:`MUST_MATCH`), under a driver that supports the CUDA runtime it was built
+with (the driver's CUDA API version at least the recorded ``cuda_runtime``). The other keys
+are recorded for the report and for reproducing a run, not acted on.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ ENVIRONMENT_FILE = "environment.json"
 FORMAT = "fact.environment"
 
 #: Keys that must be equal for an artifact's kernels to run here: the GPU it was verified
-#: and tuned on, its compute capability (the kernels' architecture), and the CUDA runtime.
-MUST_MATCH = ("gpu", "cc", "cuda_runtime")
+#: and tuned on and its compute capability (the kernels' architecture).
+MUST_MATCH = ("gpu", "cc")
 
 # realized.json keys copied as they are.
 _REALIZED_KEYS = ("gpu", "cc", "sm_count", "driver", "cuda_runtime", "nvcc", "cutlass")
@@ -48,22 +49,35 @@ def _major_minor(version: str | None) -> str | None:
     return ".".join(parts[:2])
 
 
+def _driver_version() -> str | None:
+    """The CUDA driver's API version (``cuDriverGetVersion``: ``"13.0"``), or None when
+    libcuda cannot be asked. Creates no CUDA context."""
+    import ctypes
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return f"{version.value // 1000}.{version.value % 1000 // 10}"
+
+
 def current_environment() -> dict[str, Any]:
-    """This process's GPU and toolkit, in :data:`MUST_MATCH`'s terms.
+    """This process's GPU and driver, in :func:`mismatches`' terms.
 
     ``gpu`` is ``None`` without a CUDA GPU (nothing else is asked then: no CUDA call is
-    made); otherwise the name and compute capability of the current device, and
-    ``cuda_runtime`` is torch's CUDA version (major.minor, the runtime the kernels load
-    next to).
+    made); otherwise the name and compute capability of the current device and the
+    driver's CUDA API version (``driver``).
     """
     from fact import __version__
     from fact.gpu import gpu_present
-    env: dict[str, Any] = {"gpu": None, "cc": None,
-                           "cuda_runtime": _major_minor(torch.version.cuda),
+    env: dict[str, Any] = {"gpu": None, "cc": None, "driver": None,
                            "torch": torch.__version__, "fact": __version__}
     if gpu_present():
         major, minor = torch.cuda.get_device_capability()
-        env.update(gpu=torch.cuda.get_device_name(), cc=f"{major}.{minor}")
+        env.update(gpu=torch.cuda.get_device_name(), cc=f"{major}.{minor}",
+                   driver=_driver_version())
     return env
 
 
@@ -104,25 +118,36 @@ def read_environment(artifact_dir: str | os.PathLike) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) and doc.get("format") == FORMAT else None
 
 
-def mismatches(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, tuple]:
-    """Key -> (recorded, current) for the keys of :data:`MUST_MATCH` that differ.
+def _version_tuple(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(p) for p in str(version).split(".")[:2])
+    except ValueError:
+        return ()
 
-    A recorded ``cuda_runtime`` compares by major.minor; a key the artifact did not record
-    (``None``) matches anything.
+
+def mismatches(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, tuple]:
+    """Why the recorded artifact's kernels may not run here: key -> (there, here).
+
+    ``gpu`` and ``cc`` (:data:`MUST_MATCH`) must be equal; ``driver``: the driver here
+    must support the recorded ``cuda_runtime`` (its CUDA API version at least as high; the
+    pair is then ``(">= 13.0", "12.8")``). A key the artifact did not record, or a driver
+    version this machine cannot tell, matches anything.
     """
     out: dict[str, tuple] = {}
     for key in MUST_MATCH:
         want, have = recorded.get(key), current.get(key)
-        if key == "cuda_runtime":
-            want, have = _major_minor(want), _major_minor(have)
         if want is not None and want != have:
             out[key] = (want, have)
+    need, driver = _major_minor(recorded.get("cuda_runtime")), current.get("driver")
+    if need and driver and _version_tuple(driver) < _version_tuple(need):
+        out["driver"] = (f">= {need}", driver)
     return out
 
 
 def describe(env: Mapping[str, Any]) -> str:
-    """``"NVIDIA H200 (cc 9.0), CUDA 13.0"``, or ``"no GPU"``."""
+    """``"NVIDIA H200 (cc 9.0), CUDA 13.0"`` (the recorded runtime, else the driver's
+    version), or ``"no GPU"``."""
     if not env.get("gpu"):
         return "no GPU"
-    cuda = f", CUDA {env['cuda_runtime']}" if env.get("cuda_runtime") else ""
-    return f"{env['gpu']} (cc {env.get('cc') or '?'}){cuda}"
+    cuda = env.get("cuda_runtime") or env.get("driver")
+    return f"{env['gpu']} (cc {env.get('cc') or '?'})" + (f", CUDA {cuda}" if cuda else "")

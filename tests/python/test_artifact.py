@@ -39,7 +39,8 @@ H200 = {"format": "fact.environment", "version": 1, "gpu": "NVIDIA H200", "cc": 
         "sm_count": 132, "driver": "13.0", "cuda_runtime": "13.0", "nvcc": "13.0.88",
         "cutlass": "4.2.0", "torch": "2.11.0+cu130", "torch_cuda": "13.0", "fact": "0.1.0",
         "fact_commit": "abc1234", "policy": "fp32", "tune_budget": 2}
-A100_HERE = {"gpu": "NVIDIA A100-SXM4-80GB", "cc": "8.0", "cuda_runtime": "13.0"}
+A100_HERE = {"gpu": "NVIDIA A100-SXM4-80GB", "cc": "8.0", "driver": "13.0"}
+H200_HERE = {"gpu": "NVIDIA H200", "cc": "9.0", "driver": "13.0"}
 
 
 def _pattern() -> dict:
@@ -75,7 +76,7 @@ def artifact(tmp_path, build_c_library, fake_factc) -> tuple[str, nn.Module, tor
 
 def _here(monkeypatch, env: dict | None) -> None:
     """This machine's environment, as fact.environment.current_environment says it."""
-    here = {"gpu": None, "cc": None, "cuda_runtime": "13.0"} if env is None else env
+    here = {"gpu": None, "cc": None, "driver": None} if env is None else env
     monkeypatch.setattr(fact.environment, "current_environment", lambda: dict(here))
     monkeypatch.setattr(fact.log, "_said", set())
 
@@ -103,7 +104,7 @@ print(json.dumps({{"kernel": module.bindings["p0"].functions.name(),
 def test_a_saved_artifact_reloads_in_a_fresh_process_without_factc(tmp_path, artifact,
                                                                    monkeypatch) -> None:
     art, model, x = artifact
-    _here(monkeypatch, {k: H200[k] for k in ("gpu", "cc", "cuda_runtime")})
+    _here(monkeypatch, H200_HERE)
     module, said = _load(art)
     assert said == [] and module.bindings["p0"].functions.name() == "stub_gemm_sm90a"
     with torch.no_grad():
@@ -199,15 +200,18 @@ def test_a_library_that_cannot_be_opened_is_the_aten_path(tmp_path, artifact,
     art, model, x = artifact
     with open(os.path.join(art, "libfact_kernels.so"), "wb") as f:
         f.write(b"not a library")
-    _here(monkeypatch, {k: H200[k] for k in ("gpu", "cc", "cuda_runtime")})
+    _here(monkeypatch, H200_HERE)
     module, (said,) = _load(art)
     assert said.startswith(f"fact: the kernel library of {art} cannot be loaded here: ")
     assert module.bindings == {} and torch.equal(module(x), model(x))
 
 
-def test_mismatches_compare_gpu_cc_and_runtime_only() -> None:
+def test_mismatches_compare_the_gpu_and_the_drivers_support() -> None:
     from fact.environment import mismatches
-    here = {"gpu": "NVIDIA H200", "cc": "9.0", "cuda_runtime": "13.0.2", "torch": "other"}
+    here = {"gpu": "NVIDIA H200", "cc": "9.0", "driver": "13.1", "torch": "other"}
     assert mismatches(H200, here) == {}
-    assert mismatches(H200, dict(here, cuda_runtime="12.8")) == {"cuda_runtime": ("13.0", "12.8")}
+    assert mismatches(H200, dict(here, driver="12.8")) == {"driver": (">= 13.0", "12.8")}
+    assert mismatches(H200, dict(here, driver=None)) == {}  # cannot tell: not held against it
+    assert mismatches(H200, dict(here, cc="9.0", gpu="NVIDIA H100 80GB HBM3")) == {
+        "gpu": ("NVIDIA H200", "NVIDIA H100 80GB HBM3")}
     assert mismatches({"gpu": None, "cc": "9.0"}, {"gpu": "X", "cc": "9.0"}) == {}
