@@ -128,11 +128,16 @@ class _StderrHandler(logging.Handler):
 
 
 def _log_to_stderr() -> None:
-    """The ``fact`` logger's records on stderr (INFO and above), once per process."""
+    """The ``fact`` logger's records on stderr (INFO and above), once per process, and
+    :class:`fact.log.FactWarning` silenced (the logger says the same)."""
+    import warnings
+    from fact.log import FactWarning
     log = logging.getLogger("fact")
     if not any(isinstance(h, _StderrHandler) for h in log.handlers):
         log.addHandler(_StderrHandler())
     log.setLevel(logging.INFO)
+    # What a FactWarning says is logged as well: on the terminal once is enough.
+    warnings.simplefilter("ignore", FactWarning)
 
 
 def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -27,19 +27,18 @@ class FactWarning(UserWarning):
     artifact was built for another GPU, and why."""
 
 
-def warn_once(key: str, message: str) -> bool:
+def warn_once(key: str, message: str, always_log: bool = False) -> bool:
     """Log ``message`` at WARNING and raise it as a :class:`FactWarning`, the first time
-    ``key`` is seen in this process; later calls with the same key log it at DEBUG only.
+    ``key`` is seen in this process; later calls with the same key log it at DEBUG only
+    (at WARNING again with ``always_log``, e.g. for what each run must say).
 
     Returns:
-        True when this call said it (the first time for ``key``).
+        True when this call raised the warning (the first time for ``key``).
     """
     with _lock:
         first = key not in _said
         _said.add(key)
-    if not first:
-        logger.debug("%s", message)
-        return False
-    logger.warning("%s", message)
-    warnings.warn(message, FactWarning, stacklevel=3)
-    return True
+    logger.log(logging.WARNING if first or always_log else logging.DEBUG, "%s", message)
+    if first:
+        warnings.warn(message, FactWarning, stacklevel=3)
+    return first

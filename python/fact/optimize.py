@@ -38,7 +38,7 @@ from fact.bench import float64_reference, time_variants
 from fact.export import export_program, graph_from_program, write_graph
 from fact.factc import find_factc, run_factc
 from fact.gpu import NEEDS_GPU, GpuRequired, gpu_present
-from fact.log import logger
+from fact.log import logger, warn_once
 from fact.module_report import coverage, write_module_report
 from fact.plan_summary import NothingMatched, unmatched_text
 from fact.precision import (Check, check_output, eager_precision, fact_precision,
@@ -380,8 +380,9 @@ def _on_device(model: torch.nn.Module, inputs: list[Any], device: str | None
     is made: the pipeline stops with GpuRequired after compiling). Without a GPU it says so
     first, whatever ``device`` is."""
     present = gpu_present()
-    if not present:
-        logger.warning("no GPU here (torch.cuda.is_available() is False): %s", NEEDS_GPU)
+    if not present:  # a warning too: the logger may have no handler, and compiling is long
+        warn_once("optimize:no-gpu", f"no GPU here (torch.cuda.is_available() is False): "
+                  f"{NEEDS_GPU}", always_log=True)
     if device is None:
         return model, inputs, False
     dev = torch.device(device)

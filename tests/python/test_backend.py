@@ -160,7 +160,7 @@ def test_a_graph_break_makes_two_subgraphs_and_two_plans(tmp_path, engine) -> No
     torch.manual_seed(0)
     model, x = GraphBreak().eval(), torch.randn(4, 16)
     out_dir = tmp_path / "out"
-    with torch.no_grad():
+    with torch.inference_mode():
         got = torch.compile(model, backend="fact", options={"out_dir": str(out_dir)})(x)
         want = model(x)
     assert torch.equal(got, want)

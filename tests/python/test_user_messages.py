@@ -14,7 +14,9 @@ import torch
 import torch.nn as nn
 
 import fact
+import fact.log
 from fact.cli import EXIT_CODES, main
+from fact.log import FactWarning
 from fact.factc import FactcError, find_factc
 from mini_models import ConvNet
 
@@ -45,7 +47,10 @@ def test_optimize_without_a_gpu_says_what_it_did_and_touches_no_cuda(tmp_path, f
                                                                      caplog) -> None:
     caplog.set_level("INFO", logger="fact")
     model, x = _Two().eval(), torch.randn(4, 16)
-    with pytest.raises(fact.GpuRequired) as raised:
+    fact.log._said.discard("optimize:no-gpu")
+    # Said first, as a warning too (a logger without handlers shows nothing).
+    with pytest.raises(fact.GpuRequired) as raised, \
+            pytest.warns(FactWarning, match=r"^no GPU here \(torch.cuda.is_available"):
         fact.optimize(model, [x], precision="tf32", device="cuda", out_dir=str(tmp_path / "o"))
     exc = raised.value
     # The traceback's last line names a class users can reach: fact.GpuRequired.
