@@ -225,6 +225,16 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}")
 
 
+def _writes(program: torch.export.ExportedProgram) -> str:
+    """The in-place ops and mutated inputs of an exported program, named ("" when none)."""
+    names = sorted({str(n.target) for n in program.graph.nodes if n.op == "call_function"
+                    and isinstance(n.target, torch._ops.OpOverload)
+                    and n.target._schema.is_mutable})
+    names += sorted({s.kind.name.lower() for s in program.graph_signature.output_specs
+                     if s.kind.name != "USER_OUTPUT"})
+    return ", ".join(names)
+
+
 class _Compiled:
     """The callable handed back to Dynamo: the user inputs to FACT's module, its outputs as
     the graph returned them."""
@@ -248,11 +258,12 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     lifted = _Lifted(gm, example_inputs)
     user = lifted.user_inputs(example_inputs)
     program = export_program(lifted, user)
-    kinds = {s.kind.name for s in program.graph_signature.output_specs}
-    if kinds - {"USER_OUTPUT"}:
-        return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers "
-                      f"({', '.join(sorted(kinds - {'USER_OUTPUT'}))}), which FACT modules "
-                      f"do not")
+    writes = _writes(program)
+    if writes:
+        # Checked before anything runs: verification would run the graph, and its writes,
+        # again (e.g. BatchNorm's running statistics in training mode).
+        return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
+                      f"FACT compiles graphs without side effects (inference)")
     graph = graph_from_program(program, name="Subgraph")
     key = _graph_key(graph, policy, opts)
     work = os.path.join(opts.out_dir or os.path.join(opts.cache or cache_root(), "backend"), key)

@@ -253,6 +253,34 @@ def test_a_graph_that_needs_autograd_runs_unchanged(tmp_path, engine, monkeypatc
     assert _commands(engine["log"]) == []
 
 
+class _TrainingNorm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.bn = torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.fc(x))
+
+
+def test_a_graph_that_writes_its_buffers_runs_unchanged_and_once(tmp_path, engine,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr(fact.log, "_said", set())
+    torch.manual_seed(0)
+    model, x = _TrainingNorm().train(), torch.randn(4, 8)
+    twin = _TrainingNorm().train()
+    twin.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        got, said = _compile_warnings(model, [x], out_dir=str(tmp_path / "out"))
+        want = twin(x)
+    assert torch.equal(got, want)
+    (text,) = said
+    assert "the graph writes to its inputs or buffers (aten.add_.Tensor" in text
+    # The statistics moved once, as in eager: nothing ran the graph a second time.
+    assert int(model.bn.num_batches_tracked) == 1
+    assert torch.equal(model.bn.running_mean, twin.bn.running_mean)
+    assert _commands(engine["log"]) == []
+
+
 def test_a_subgraph_without_a_pattern_runs_as_dynamo_gave_it(tmp_path, engine,
                                                              caplog) -> None:
     torch.manual_seed(0)
