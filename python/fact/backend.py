@@ -25,8 +25,10 @@ Per subgraph, in this order (docs/09-backend.md):
    registry and the kernel cache, so a subgraph this GPU has seen tunes nothing and
    compiles nothing. A subgraph with no pattern runs as Dynamo gave it (logged with the ops
    left to ATen and why).
-5. **Check.** The loaded module is verified against float64 on the example inputs
-   (:func:`fact.optimize.verify`); a module that fails runs as Dynamo gave it, with a warning.
+5. **Check.** As :func:`fact.optimize` does: an attention kernel is timed against its own
+   ATen nodes and disabled when slower (:mod:`fact.aten_check`), then the module is
+   verified against float64 on the example inputs (:func:`fact.optimize.verify`); a module
+   that fails runs as Dynamo gave it, with a warning.
 
 The result is a callable taking Dynamo's inputs (user inputs and the current parameters)
 and returning the graph's outputs as Dynamo expects them (a tuple).
@@ -251,6 +253,7 @@ class _Compiled:
 def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
              opts: BackendOptions) -> Callable[..., Any]:
     from fact.artifact import cache_root, load_artifact
+    from fact.aten_check import check_aten_paths
     from fact.export import export_program, graph_from_program
     from fact.optimize import OptimizeOptions, compile_artifact, verify
     from fact.precision import resolve_policy
@@ -281,6 +284,13 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         compile_artifact(lifted, user, policy, options, program=program, graph=graph,
                          require_patterns=True)
     module = load_artifact(artifact, lifted, factc=opts.factc)
+    # As fact.optimize does: a kernel realize could only compare with a bound of its ATen
+    # path (attention) is timed against its own ATen nodes, and disabled when slower.
+    checked = check_aten_paths(module, user, policy)
+    for pid, result in checked.items():
+        if not result.get("kept", True):
+            logger.info("fact backend: subgraph %s: %s runs its ATen nodes (%.4g ms against "
+                        "the kernel's %.4g)", key, pid, result["aten_ms"], result["kernel_ms"])
     if opts.verify:
         checks = verify(module, lifted, user, policy)
         if not checks["fact"].ok:
