@@ -3,9 +3,10 @@
 Registered through the ``torch_dynamo_backends`` entry point (pyproject.toml), so
 ``torch._dynamo.list_backends()`` lists ``fact`` once the package is installed. Dynamo
 calls :func:`fact_backend` once per subgraph it captures (a graph break makes two) with
-the ``torch.fx.GraphModule`` and its example inputs: the tensors of the first call, the
-module's parameters and buffers among them (Dynamo passes them as graph inputs; their
-placeholders' sources name them ``L['self']._modules['fc']._parameters['weight']``).
+the ``torch.fx.GraphModule`` and its example inputs: the (real) tensors of the first call,
+the module's parameters and buffers among them (Dynamo passes them as graph inputs; their
+placeholders' sources name them ``L['self']._modules['fc']._parameters['weight']``). A
+caller that hands fake tensors instead gets a callable that compiles on its first call.
 
 Per subgraph, in this order (docs/09-backend.md):
 
@@ -208,6 +209,31 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     key, message = scope_problem(example_inputs)
     if key:
         return _as_is(gm, key, message)
+    from torch._subclasses.fake_tensor import is_fake
+    if any(isinstance(x, torch.Tensor) and is_fake(x) for x in example_inputs):
+        return _Deferred(gm, opts)
+    return _build(gm, example_inputs, opts)
+
+
+class _Deferred:
+    """Compiles on the first call, whose tensors are real, when the backend was handed fake
+    ones (a caller other than Dynamo's own compile, e.g. a wrapping backend): export needs
+    real buffer contents (a causal mask's value class) and verification real data."""
+
+    def __init__(self, gm: torch.fx.GraphModule, opts: BackendOptions) -> None:
+        self.gm, self.opts = gm, opts
+        self.fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fn is None:
+            key, message = scope_problem(args)
+            self.fn = _as_is(self.gm, key, message) if key else _build(self.gm, args, self.opts)
+        return self.fn(*args)
+
+
+def _build(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+           opts: BackendOptions) -> Callable[..., Any]:
+    """:func:`_compile`, with the outcomes that leave the graph as it is said once."""
     from fact.bench import Float64ReferenceError
     from fact.export import ExportError
     from fact.factc import FactcError
@@ -241,13 +267,16 @@ class _Compiled:
     """The callable handed back to Dynamo: the user inputs to FACT's module, its outputs as
     the graph returned them."""
 
-    def __init__(self, module: torch.nn.Module, lifted: _Lifted, as_list: bool) -> None:
-        self.module, self.lifted, self.as_list = module, lifted, as_list
+    def __init__(self, module: torch.nn.Module, lifted: _Lifted, structure: type | None
+                 ) -> None:
+        """``structure``: ``tuple`` or ``list`` when the graph returns one (Dynamo's graphs
+        return a tuple), ``None`` when it returns one value."""
+        self.module, self.lifted, self.structure = module, lifted, structure
 
     def __call__(self, *args: Any) -> Any:
         out = self.module(*self.lifted.user_inputs(args))
         outs = list(out) if isinstance(out, tuple) else [out]
-        return outs if self.as_list else tuple(outs)
+        return self.structure(outs) if self.structure is not None else outs[0]
 
 
 def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
@@ -301,4 +330,6 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                   if p.get("impl") == "cutlass")
     logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s)", key,
                 len((module.manifest or {}).get("patterns", [])), kernels)
-    return _Compiled(module, lifted, isinstance(out_node.args[0], list))
+    returned = out_node.args[0]
+    return _Compiled(module, lifted, type(returned) if isinstance(returned, (tuple, list))
+                     else None)

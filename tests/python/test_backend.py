@@ -324,6 +324,24 @@ def test_a_symbolic_size_runs_unchanged_and_static_sizes_compile(tmp_path, engin
     assert len(_plans(out_dir)) == 4
 
 
+def test_fake_example_inputs_compile_on_the_first_real_call(tmp_path, engine) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).eval()
+    gm = torch.fx.symbolic_trace(model)  # a graph that holds its own parameters
+    with FakeTensorMode() as mode:
+        fake = [mode.from_tensor(torch.randn(4, 16))]
+    out_dir = tmp_path / "out"
+    compiled = fact.backend.fact_backend(gm, fake, options={"out_dir": str(out_dir)})
+    assert _plans(out_dir) == [] and _commands(engine["log"]) == []  # nothing yet
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        assert torch.equal(compiled(x), model(x))
+        assert torch.equal(compiled(x), model(x))
+    assert len(_plans(out_dir)) == 1
+    assert _commands(engine["log"]) == ["discover", "realize", "compose"]
+
+
 def test_an_unknown_option_is_named() -> None:
     model = GraphBreak().eval()
     with torch.no_grad(), pytest.raises(Exception, match="unknown option tune_bugdet .*known: "
