@@ -267,14 +267,19 @@ class _Compiled:
     """The callable handed back to Dynamo: the user inputs to FACT's module, its outputs as
     the graph returned them."""
 
-    def __init__(self, module: torch.nn.Module, lifted: _Lifted, structure: type | None
-                 ) -> None:
+    def __init__(self, module: torch.nn.Module, lifted: _Lifted, structure: type | None,
+                 policy: str) -> None:
         """``structure``: ``tuple`` or ``list`` when the graph returns one (Dynamo's graphs
-        return a tuple), ``None`` when it returns one value."""
+        return a tuple), ``None`` when it returns one value. The module runs under
+        ``policy``'s setting (:func:`fact.precision.fact_precision`: the ATen ops it still
+        runs use the policy's matmul precision), as it was verified and tuned."""
+        from fact.precision import fact_precision
         self.module, self.lifted, self.structure = module, lifted, structure
+        self.policy, self._precision = policy, fact_precision
 
     def __call__(self, *args: Any) -> Any:
-        out = self.module(*self.lifted.user_inputs(args))
+        with self._precision(self.policy):
+            out = self.module(*self.lifted.user_inputs(args))
         outs = list(out) if isinstance(out, tuple) else [out]
         return self.structure(outs) if self.structure is not None else outs[0]
 
@@ -332,4 +337,4 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
                 len((module.manifest or {}).get("patterns", [])), kernels)
     returned = out_node.args[0]
     return _Compiled(module, lifted, type(returned) if isinstance(returned, (tuple, list))
-                     else None)
+                     else None, policy)

@@ -347,3 +347,24 @@ def test_an_unknown_option_is_named() -> None:
     with torch.no_grad(), pytest.raises(Exception, match="unknown option tune_bugdet .*known: "
                                         "cache, factc"):
         torch.compile(model, backend="fact", options={"tune_bugdet": 2})(torch.randn(4, 16))
+
+
+def test_the_compiled_subgraph_runs_under_its_policy() -> None:
+    class _User:
+        @staticmethod
+        def user_inputs(args):
+            return list(args)[:1]
+
+    seen = []
+    compiled = fact.backend._Compiled(
+        lambda x: seen.append(torch.get_float32_matmul_precision()) or x, _User(), tuple,
+        "tf32")
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        x = torch.ones(2)
+        out = compiled(x, torch.zeros(3))  # the user input, then a parameter
+        assert seen == ["high"] and isinstance(out, tuple) and out[0] is x
+        assert torch.get_float32_matmul_precision() == "highest"  # restored
+    finally:
+        torch.set_float32_matmul_precision(before)
