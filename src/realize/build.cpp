@@ -21,6 +21,10 @@ using nlohmann::json;
 
 namespace fact::realize {
 
+std::string cache_key(const BuildRequest& request, const Toolchain& toolchain) {
+  return sha256_hex(request.source + "\n--toolchain--\n" + toolchain.key_text());
+}
+
 fs::path default_cache_dir() {
   if (const char* d = std::getenv("FACT_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "fact";
@@ -126,12 +130,11 @@ std::vector<BuildResult> build_kernels(const std::vector<BuildRequest>& requests
                                        const Toolchain& tc, const fs::path& cache_dir, int jobs,
                                        void (*progress)(const BuildResult&, int, int)) {
   std::vector<BuildResult> results(requests.size());
-  const std::string tc_key = tc.key_text();
   for (size_t i = 0; i < requests.size(); ++i) {
     auto& r = results[i];
     r.name = requests[i].name;
     r.symbol = requests[i].symbol;
-    r.key = sha256_hex(requests[i].source + "\n--toolchain--\n" + tc_key);
+    r.key = cache_key(requests[i], tc);
     const fs::path dir = cache_dir / "kernels" / r.key;
     r.object = dir / "kernel.o";
     r.library = dir / "kernel.so";

@@ -32,6 +32,11 @@ struct BuildResult {
   std::filesystem::path object, library, log;
 };
 
+/// The content-addressed cache key of a request under a toolchain: SHA-256 (hex) of the
+/// source text and the toolchain's key_text(). Paths play no part: the same source under the
+/// same toolchain has the same key on every machine.
+std::string cache_key(const BuildRequest& request, const Toolchain& toolchain);
+
 /// Default cache directory: $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact.
 std::filesystem::path default_cache_dir();
 

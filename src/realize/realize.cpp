@@ -51,36 +51,34 @@ void print_progress(const BuildResult& r, int done, int total) {
                r.ok ? "" : ": ", r.ok ? "" : r.reason.c_str());
 }
 
-}  // namespace
-
-int run_realize(const RealizeOptions& opt) {
-  const json plan = json::parse(read_file(opt.plan), nullptr, false);
+// Checks the plan's envelope (format, version, a patterns list); `source` names it in errors.
+void check_plan(const json& plan, const std::string& source) {
   if (plan.is_discarded() || !plan.is_object() || plan.value("format", "") != "fact.plan") {
-    throw Error(opt.plan.string() + " is not a FACT plan (format \"fact.plan\")");
+    throw Error(source + " is not a FACT plan (format \"fact.plan\")");
   }
   if (plan.value("version", 0) != 1) {
-    throw Error(opt.plan.string() + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1)");
+    throw Error(source + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1)");
   }
   if (!plan.contains("patterns") || !plan.at("patterns").is_array()) {
-    throw Error(opt.plan.string() + ": missing \"patterns\" list");
+    throw Error(source + ": missing \"patterns\" list");
   }
-  const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
-  const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
-  const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
-  const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
+}
+
+// Step 1 of realization: the candidates of every pattern, from its family's tuning space,
+// and their build requests (by kernel name: shared across patterns) into `requests`.
+std::vector<PatternWork> plan_patterns(const json& plan, const std::string& source, Precision policy, int tune_budget,
+                                       const std::optional<GpuInfo>& gpu,
+                                       std::map<std::string, BuildRequest>& requests) {
   const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
   const AttentionGpuLimits attention_gpu = attention_limits(gpu);
-
-  // 1. Candidates per pattern, from the family's tuning space.
   std::vector<PatternWork> work;
-  std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
   for (const auto& pat : plan.at("patterns")) {
     if (!pat.is_object()) {
-      throw Error(opt.plan.string() + ": pattern #" + std::to_string(work.size()) + " is not an object");
+      throw Error(source + ": pattern #" + std::to_string(work.size()) + " is not an object");
     }
     for (const char* f : {"id", "rule"}) {
       if (pat.contains(f) && !pat.at(f).is_string()) {
-        throw Error(opt.plan.string() + ": pattern #" + std::to_string(work.size()) + ": \"" + f +
+        throw Error(source + ": pattern #" + std::to_string(work.size()) + ": \"" + f +
                     "\" must be a string, got " + pat.at(f).dump());
       }
     }
@@ -91,7 +89,7 @@ int run_realize(const RealizeOptions& opt) {
     try {
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
       if (is_attention_pattern(pat)) {  // the other pattern kind: attention_realize.h
-        w.attention = plan_attention_pattern(pat.at("problem"), opt.policy, attention_gpu, opt.tune_budget, requests,
+        w.attention = plan_attention_pattern(pat.at("problem"), policy, attention_gpu, tune_budget, requests,
                                              w.kernels, w.unsupported);
         // Its vendor candidate only bounds the ATen path: fact optimize times the two in the
         // module (docs/05-composition.md), whether the winner is tuned now or replayed.
@@ -113,7 +111,7 @@ int run_realize(const RealizeOptions& opt) {
         if (!ranges.empty()) w.out["epilogue"]["ranges"] = ranges;
       }
       std::string why;
-      const auto families = gemm_families(w.problem, opt.policy, why);
+      const auto families = gemm_families(w.problem, policy, why);
       if (!families.empty()) {
         // The cost model's ranking, seeded by the nearest vetted example, then the budget.
         auto choices = gemm_kernel_choices(families, w.problem, sm_count, 0);
@@ -123,7 +121,7 @@ int run_realize(const RealizeOptions& opt) {
             w.out["vetted_example"] = vetted->name;
           }
         }
-        if (opt.tune_budget > 0 && int(choices.size()) > opt.tune_budget) choices.resize(opt.tune_budget);
+        if (tune_budget > 0 && int(choices.size()) > tune_budget) choices.resize(tune_budget);
         for (const auto& ch : choices) {
           const std::string name = gemm_kernel_name(ch.family, ch.config);
           if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(ch.family, ch.config)};
@@ -142,6 +140,34 @@ int run_realize(const RealizeOptions& opt) {
     }
     work.push_back(std::move(w));
   }
+  return work;
+}
+
+}  // namespace
+
+std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, int tune_budget,
+                                            const std::optional<GpuInfo>& gpu,
+                                            std::map<std::string, BuildRequest>& requests) {
+  check_plan(plan, "plan");
+  std::vector<PlannedPattern> out;
+  for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
+    out.push_back({w.id, std::move(w.kernels), std::move(w.unsupported)});
+  }
+  return out;
+}
+
+int run_realize(const RealizeOptions& opt) {
+  const json plan = json::parse(read_file(opt.plan), nullptr, false);
+  check_plan(plan, opt.plan.string());
+  const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
+  const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+  const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
+  const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
+  const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
+
+  // 1. Candidates per pattern, from the family's tuning space.
+  std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
+  std::vector<PatternWork> work = plan_patterns(plan, opt.plan.string(), opt.policy, opt.tune_budget, gpu, requests);
 
   // 2. Build everything at once, in parallel, through the cache.
   std::vector<BuildRequest> reqs;

@@ -1,9 +1,16 @@
 // Stage 2, realization (docs/00-design.md §1, docs/04-realization.md): plan.json in, realized.json out.
 #pragma once
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "realize/build.h"
 #include "realize/gemm_problem.h"
+#include "realize/gpu_context.h"
 
 namespace fact::realize {
 
@@ -20,6 +27,25 @@ struct RealizeOptions {
   int trials = 30, warmup = 5;
   bool verbose = false;
 };
+
+/// One plan pattern's candidates as realization plans them, before anything is built.
+struct PlannedPattern {
+  std::string id;
+  std::vector<std::string> kernels;  // kernel names, in the order they are tuned
+  std::string unsupported;           // non-empty: why no kernel of FACT's implements it
+};
+
+/// Step 1 of run_realize on its own: for every pattern of `plan` (a parsed plan.json), the
+/// kernels realization would build under `policy` with at most `tune_budget` kernels per
+/// pattern (0: all), for `gpu` (none: an H200's SM count and limits). Each kernel's build
+/// request (name, complete source, symbol) goes into `requests`, keyed by name; its cache key
+/// is cache_key(request, toolchain). Nothing is compiled and no GPU is touched, so the
+/// candidates of a plan can be compared with a list on any machine. A pattern whose problem
+/// cannot be read comes back with no kernels and the reason in `unsupported`. Throws
+/// fact::Error for a plan that is not a plan (format, version, patterns list).
+std::vector<PlannedPattern> plan_candidates(const nlohmann::json& plan, Precision policy, int tune_budget,
+                                            const std::optional<GpuInfo>& gpu,
+                                            std::map<std::string, BuildRequest>& requests);
 
 /// Realizes every pattern of the plan: builds its candidates, and on a GPU verifies and
 /// tunes them and picks a winner. Prints progress to stderr and a summary to stdout.
