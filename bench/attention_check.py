@@ -1,4 +1,4 @@
-"""Kernel-level check of the fused-attention template (src/realize/templates/attention_sm80.cu.in).
+"""Kernel-level check of the fused-attention template (src/families/attention/templates/attention_sm80.cu.in).
 
 Renders a few configurations, compiles each into a shared library with nvcc, then (on a GPU)
 verifies each against a float64 PyTorch reference on fresh random inputs laid out as the
@@ -29,8 +29,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from fact.abi import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
-TEMPLATE = ROOT / "src/realize/templates/attention_sm80.cu.in"
-ABI = ROOT / "src/realize/attention_abi.h"
+TEMPLATE = ROOT / "src/families/attention/templates/attention_sm80.cu.in"
+ABI = ROOT / "src/families/attention/abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
 ELEMENTS = {"f32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
 

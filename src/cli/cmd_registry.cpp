@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/file_io.h"
-#include "realize/build.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "engine/build.h"
 #include "registry/registry.h"
 
 namespace fact::cli {

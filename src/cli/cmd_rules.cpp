@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "discover/epilogue.h"
-#include "discover/idiom.h"
+#include "families/gemm/epilogue/epilogue.h"
+#include "families/gemm/epilogue/idiom.h"
 #include "discover/registry.h"
 
 namespace fact::cli {
@@ -17,10 +17,10 @@ void add_rules_command(CLI::App& app) {
       std::cout << fmt::format("{}\n  meaning: {}\n  kernel family: {}\n  tests: {}\n", r.name,
                                r.meaning, r.kernel_family, r.tests);
     std::cout << "epilogue (the elementwise tail after a gemm pattern, fused into its kernel's epilogue as an EVT)\n"
-                 "  tests: tests/golden/discover/epilogue_*.txt, tests/realize/test_evt_codegen.cpp\n  ops:\n";
+                 "  tests: tests/golden/discover/epilogue_*.txt, tests/families/gemm/epilogue/test_evt_codegen.cpp\n  ops:\n";
     for (const discover::EpilogueOp& op : discover::epilogue_ops())
       std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
-    std::cout << "  idioms (written-out forms computed as one op; src/discover/idioms/):\n";
+    std::cout << "  idioms (written-out forms computed as one op; src/families/gemm/epilogue/idioms/):\n";
     for (const discover::Idiom& i : discover::epilogue_idioms())
       std::cout << fmt::format("    {:<26} -> {:<8} {} (forms: {}; tests: {})\n", i.name, i.op, i.meaning,
                                i.forms.size(), i.tests);

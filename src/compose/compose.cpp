@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <set>
 
-#include "common/error.h"
-#include "common/file_io.h"
-#include "common/process.h"
-#include "realize/attention_problem.h"
-#include "realize/toolchain.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/process.h"
+#include "families/attention/problem.h"
+#include "engine/toolchain.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -26,8 +26,8 @@ void run_compose(const ComposeOptions& options);
 nlohmann::json find_by_id(const nlohmann::json& list, const std::string& id);
 
 /// The kernel C ABI a problem's kernels export: "attention" (FactAttentionArgs,
-/// src/realize/attention_abi.h) for problems of kind "attention", else "gemm" (FactGemmArgs,
-/// src/realize/kernel_abi.h). The manifest's "abi" of each pattern.
+/// src/families/attention/abi.h) for problems of kind "attention", else "gemm" (FactGemmArgs,
+/// src/families/gemm/abi.h). The manifest's "abi" of each pattern.
 std::string kernel_abi(const nlohmann::json& problem);
 
 /// The report (markdown) for a plan and its realization; `manifest` gives the choices.

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "common/error.h"
+#include "base/error.h"
 
 namespace fact::graph {
 

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/error.h"
-#include "common/file_io.h"
-#include "common/process.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/process.h"
 #include "compose/compose.h"
 
 namespace fs = std::filesystem;

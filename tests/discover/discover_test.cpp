@@ -1,7 +1,7 @@
 // Registry, cost model and plan JSON checks (the gemm rule's cases are golden files).
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "discover/plan.h"
 #include "graph/text.h"
 

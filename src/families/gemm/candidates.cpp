@@ -1,0 +1,150 @@
+#include "families/gemm/candidates.h"
+
+#include "engine/cuda_check.h"
+#include "engine/gpu_kernels.h"
+#include "engine/kernel_library.h"
+
+namespace fact::realize {
+
+FactGemmArgs make_gemm_args(const GemmProblem& p, const void* a, const void* b, const void* bias,
+                            void* d) {
+  FactGemmArgs args{};
+  args.m = p.m; args.n = p.n; args.k = p.k; args.l = p.l;
+  args.a = a; args.lda = p.lda; args.batch_stride_a = p.batch_stride_a;
+  args.b = b; args.ldb = p.ldb; args.batch_stride_b = p.batch_stride_b;
+  args.bias = bias;
+  args.d = d; args.ldd = p.ldd; args.batch_stride_d = p.batch_stride_d;
+  args.alpha = float(p.alpha);
+  args.beta = float(p.beta);
+  return args;
+}
+
+namespace {
+
+// Row-major D = A*B is column-major D^T = B^T * A^T: cuBLAS sees B first. A row-major
+// operand read column-major is already transposed (op N); a column-major one needs op T.
+struct CublasMapping {
+  cublasOperation_t op_first, op_second;  // for B, then A
+};
+CublasMapping cublas_mapping(const GemmProblem& p) {
+  return {p.layout_b == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T,
+          p.layout_a == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T};
+}
+
+
+class CutlassCandidate final : public GemmCandidate {
+ public:
+  CutlassCandidate(std::string name, const std::string& library, const std::string& symbol, const GemmRuntime& runtime)
+      : name_(std::move(name)),
+        library_(library),
+        runtime_(runtime),
+        can_implement_(library_.function<fact_can_implement_fn>(symbol, "_can_implement")),
+        workspace_fn_(library_.function<fact_workspace_bytes_fn>(symbol, "_workspace_bytes")),
+        run_(library_.function<fact_run_fn>(symbol, "_run")) {}
+  const std::string& name() const override { return name_; }
+  const char* impl() const override { return "cutlass"; }
+  size_t workspace_bytes() const override { return workspace_.bytes(); }
+
+  std::string prepare(const FactGemmArgs& given, GpuContext&) override {
+    const FactGemmArgs args = with_runtime(given);
+    if (int rc = can_implement_(&args); rc != 0) return "can_implement returned " + std::to_string(rc);
+    const size_t ws = workspace_fn_(&args);
+    if (ws > workspace_.bytes()) workspace_ = DeviceBuffer(ws);
+    return "";
+  }
+  void run(const FactGemmArgs& given, GpuContext& gpu) override {
+    const FactGemmArgs args = with_runtime(given);
+    if (int rc = run_(&args, workspace_.get(), workspace_.bytes(), gpu.stream()); rc != 0) {
+      throw Error("kernel " + name_ + " returned " + std::to_string(rc));
+    }
+  }
+
+ private:
+  FactGemmArgs with_runtime(FactGemmArgs args) const {
+    args.splits = runtime_.splits;
+    args.raster = runtime_.raster;
+    args.swizzle = runtime_.swizzle;
+    return args;
+  }
+
+  std::string name_;
+  KernelLibrary library_;
+  GemmRuntime runtime_;
+  fact_can_implement_fn can_implement_;
+  fact_workspace_bytes_fn workspace_fn_;
+  fact_run_fn run_;
+  DeviceBuffer workspace_;
+};
+
+class CublasCandidate final : public GemmCandidate {
+ public:
+  CublasCandidate(const GemmProblem& p, Precision policy)
+      : p_(p), name_(vendor_candidate_name("cublas", p, policy)), compute_(vendor_compute_type(p, policy)) {}
+  const std::string& name() const override { return name_; }
+  const char* impl() const override { return "vendor"; }
+  std::string prepare(const FactGemmArgs&, GpuContext&) override { return ""; }
+  void run(const FactGemmArgs& a, GpuContext& gpu) override {
+    float beta = 0.0f;
+    if (a.bias) {
+      broadcast_rows(a.d, false, a.bias, p_.dtype_d, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
+      beta = a.beta;
+    }
+    const auto map = cublas_mapping(p_);
+    const float alpha = a.alpha;
+    FACT_CUBLAS(cublasGemmStridedBatchedEx(
+        gpu.cublas(), map.op_first, map.op_second, int(a.n), int(a.m), int(a.k), &alpha,
+        a.b, cuda_data_type(p_.dtype_b), int(a.ldb), a.batch_stride_b,
+        a.a, cuda_data_type(p_.dtype_a), int(a.lda), a.batch_stride_a, &beta,
+        a.d, cuda_data_type(p_.dtype_d), int(a.ldd), a.batch_stride_d, int(a.l), compute_,
+        CUBLAS_GEMM_DEFAULT));
+  }
+
+ private:
+  GemmProblem p_;
+  std::string name_;
+  cublasComputeType_t compute_;
+};
+
+}  // namespace
+
+cudaDataType_t cuda_data_type(DType d) {
+  switch (d) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::F16: return CUDA_R_16F;
+    case DType::BF16: return CUDA_R_16BF;
+  }
+  return CUDA_R_32F;
+}
+
+cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy) {
+  if (p.dtype_a == DType::F32 && policy == Precision::tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (p.dtype_a == DType::F32 && policy == Precision::bf16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+  return CUBLAS_COMPUTE_32F;
+}
+
+std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
+                                                      const std::string& library,
+                                                      const std::string& symbol,
+                                                      const GemmRuntime& runtime) {
+  return std::make_unique<CutlassCandidate>(name, library, symbol, runtime);
+}
+
+std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy) {
+  return library + "_" + (p.dtype_a != DType::F32 ? to_string(p.dtype_a) : std::string(precision_name(policy)));
+}
+
+std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Precision policy) {
+  return std::make_unique<CublasCandidate>(p, policy);
+}
+
+void reference_gemm(const GemmProblem& p, const double* a64, const double* b64, double* d64,
+                    GpuContext& gpu) {
+  const auto map = cublas_mapping(p);
+  const double alpha = p.alpha, beta = p.bias_n ? p.beta : 0.0;
+  FACT_CUBLAS(cublasDgemmStridedBatched(
+      gpu.cublas(), map.op_first, map.op_second, int(p.n), int(p.m), int(p.k), &alpha,
+      b64, int(p.ldb), p.batch_stride_b, a64, int(p.lda), p.batch_stride_a, &beta,
+      d64, int(p.ldd), p.batch_stride_d, int(p.l)));
+}
+
+}  // namespace fact::realize
