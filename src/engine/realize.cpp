@@ -10,16 +10,10 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
-#include "families/attention/realize.h"
 #include "engine/build.h"
-#include "families/gemm/codegen.h"
-#include "families/gemm/epilogue/ranges.h"
-#include "families/gemm/space.h"
-#include "families/gemm/verify_tune.h"
 #include "engine/gpu_context.h"
-#include "families/gemm/epilogue/tail_verify.h"
 #include "engine/tuning_records.h"
-#include "families/gemm/vetted.h"
+#include "families/family.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -35,13 +29,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // A planned pattern as realization sees it.
 struct PatternWork {
   std::string id;
-  GemmProblem problem;
-  std::string unsupported;               // non-empty: problem not realizable by CUTLASS here
-  std::string invalid;                   // non-empty: the plan's problem could not be read
-  std::vector<std::string> kernels;      // CUTLASS kernel names, cost-model order
-  std::vector<GemmConfig> configs;       // their configurations
-  std::shared_ptr<const AttentionWork> attention;  // an attention pattern (else a GEMM)
-  json out;                              // the pattern's realized.json entry
+  std::string invalid;  // non-empty: the plan's problem could not be read
+  const families::Family* family = nullptr;
+  std::unique_ptr<families::PatternRealization> realization;  // null when invalid
+  json out;             // the pattern's realized.json entry
+  const std::vector<std::string>& kernels() const {
+    static const std::vector<std::string> none;
+    return realization ? realization->kernels : none;
+  }
 };
 
 void print_progress(const BuildResult& r, int done, int total) {
@@ -69,8 +64,7 @@ void check_plan(const json& plan, const std::string& source) {
 std::vector<PatternWork> plan_patterns(const json& plan, const std::string& source, Precision policy, int tune_budget,
                                        const std::optional<GpuInfo>& gpu,
                                        std::map<std::string, BuildRequest>& requests) {
-  const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
-  const AttentionGpuLimits attention_gpu = attention_limits(gpu);
+  const families::PlanContext ctx{policy, tune_budget, &gpu, gpu ? gpu->sm_count : 132};  // H200 without a GPU
   std::vector<PatternWork> work;
   for (const auto& pat : plan.at("patterns")) {
     if (!pat.is_object()) {
@@ -88,54 +82,20 @@ std::vector<PatternWork> plan_patterns(const json& plan, const std::string& sour
     w.out["problem"] = pat.value("problem", nlohmann::json());
     try {
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
-      if (is_attention_pattern(pat)) {  // the other pattern kind: attention_realize.h
-        w.attention = plan_attention_pattern(pat.at("problem"), policy, attention_gpu, tune_budget, requests,
-                                             w.kernels, w.unsupported);
-        // Its vendor candidate only bounds the ATen path: fact optimize times the two in the
-        // module (docs/05-composition.md), whether the winner is tuned now or replayed.
-        w.out["aten_check"] = "module";
-        work.push_back(std::move(w));
-        continue;
+      w.family = families::family_of_pattern(pat);
+      if (!w.family) {
+        throw Error("pattern " + w.id + ": no kernel family realizes rule " + pat.value("rule", json()).dump() +
+                    " or problem kind " + pat.at("problem").value("kind", json()).dump());
       }
-      w.problem = gemm_problem_from_json(pat.at("problem"));
-      // The elementwise tail discovery found: fused into the kernel's epilogue when it can be.
-      if (pat.contains("epilogue") && pat.at("epilogue").is_object()) {
-        const json& e = pat.at("epilogue");
-        const std::string why_not = attach_tail(w.problem, e);
-        w.out["epilogue"] = {{"expr", e.value("expr", "")}, {"nodes", e.value("nodes", json::array())},
-                             {"fusable", why_not.empty()}};
-        if (!why_not.empty()) w.out["epilogue"]["reason"] = why_not;
-        // What the kernel's tail leaves out or computes otherwise, proven by range (evt_ranges.h).
-        std::vector<std::string> ranges;
-        if (why_not.empty()) simplify_epilogue_by_range(kernel_tail_tree(w.problem), &ranges);
-        if (!ranges.empty()) w.out["epilogue"]["ranges"] = ranges;
-      }
-      std::string why;
-      const auto families = gemm_families(w.problem, policy, why);
-      if (!families.empty()) {
-        // The cost model's ranking, seeded by the nearest vetted example, then the budget.
-        auto choices = gemm_kernel_choices(families, w.problem, sm_count, 0);
-        for (const auto& f : families) {
-          if (auto vetted = nearest_vetted(shipped_vetted(), f, w.problem)) {
-            seed_choices(choices, f, vetted->config);
-            w.out["vetted_example"] = vetted->name;
-          }
-        }
-        if (tune_budget > 0 && int(choices.size()) > tune_budget) choices.resize(tune_budget);
-        for (const auto& ch : choices) {
-          const std::string name = gemm_kernel_name(ch.family, ch.config);
-          if (!requests.count(name)) requests[name] = {name, render_gemm_sm90(ch.family, ch.config)};
-          w.kernels.push_back(name);
-          w.configs.push_back(ch.config);
-        }
-      } else {
-        w.unsupported = why;
-      }
+      w.realization = w.family->plan(pat, ctx, requests);
+      w.out.update(w.realization->fields);
+      if (!w.realization->unsupported.empty()) w.out["cutlass_unavailable"] = w.realization->unsupported;
     } catch (const std::exception& e) {
       // A problem that cannot be read is not realized at all (not even by the vendor path):
       // the pattern stays ATen.
       w.invalid = e.what();
-      w.unsupported = e.what();
+      w.realization.reset();
+      w.out["cutlass_unavailable"] = e.what();
       std::fprintf(stderr, "realize %s: skipped: %s\n", w.id.c_str(), e.what());
     }
     work.push_back(std::move(w));
@@ -151,34 +111,17 @@ std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, 
   check_plan(plan, "plan");
   std::vector<PlannedPattern> out;
   for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
-    out.push_back({w.id, std::move(w.kernels), std::move(w.unsupported)});
+    if (w.realization) out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->unsupported)});
+    else out.push_back({w.id, {}, w.invalid});
   }
   return out;
 }
 
-int run_realize(const RealizeOptions& opt) {
-  const json plan = json::parse(read_file(opt.plan), nullptr, false);
-  check_plan(plan, opt.plan.string());
-  const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
-  const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
-  const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
-  const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
-  const int sm_count = gpu ? gpu->sm_count : 132;  // H200 when no GPU is present
+namespace {
 
-  // 1. Candidates per pattern, from the family's tuning space.
-  std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
-  std::vector<PatternWork> work = plan_patterns(plan, opt.plan.string(), opt.policy, opt.tune_budget, gpu, requests);
-
-  // 2. Build everything at once, in parallel, through the cache.
-  std::vector<BuildRequest> reqs;
-  for (auto& [name, r] : requests) reqs.push_back(r);
-  std::fprintf(stderr, "realize: %zu kernels for %zu patterns, %d nvcc jobs, cache %s\n",
-               reqs.size(), work.size(), jobs, cache.c_str());
-  const auto t_build = std::chrono::steady_clock::now();
-  std::map<std::string, BuildResult> built;
-  for (auto& r : build_kernels(reqs, tc, cache, jobs, print_progress)) built[r.name] = r;
-  const double build_wall = seconds_since(t_build);
-
+// realized.json's header: the run's policy, plan, toolchain, cache and GPU.
+json realized_header(const RealizeOptions& opt, const Toolchain& tc, const fs::path& cache, double build_wall,
+                     const std::optional<GpuInfo>& gpu) {
   json result{{"format", "fact.realized"}, {"version", 1}, {"policy", std::string(precision_name(opt.policy))},
               {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
               {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
@@ -190,161 +133,110 @@ int run_realize(const RealizeOptions& opt) {
     result["driver"] = gpu->driver;
     result["cuda_runtime"] = gpu->runtime;
   }
-  // Created on first use: a run the registry answers entirely never allocates tuning
-  // buffers or a cuBLAS handle.
-  std::unique_ptr<GpuContext> ctx;
-  // The registry only saves time: if it cannot be opened, realization tunes as usual.
-  std::unique_ptr<registry::Registry> reg;
-  if (gpu && opt.use_registry) {
+  return result;
+}
+
+// The registry, if it opens: it only saves time, so realization tunes as usual without it.
+std::unique_ptr<registry::Registry> open_registry(const fs::path& cache) {
+  try {
+    auto reg = std::make_unique<registry::Registry>(registry::default_registry_path(cache));
+    if (reg->rebuilt()) std::fprintf(stderr, "realize: the registry was damaged; rebuilt it empty\n");
+    return reg;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "realize: registry unavailable (%s): tuning without it\n", e.what());
+    return nullptr;
+  }
+}
+
+// Without a GPU: each kernel's build, nothing chosen.
+void report_builds(PatternWork& w, const std::map<std::string, BuildResult>& built) {
+  json cands = json::array();
+  for (const auto& name : w.kernels()) {
+    const auto& b = built.at(name);
+    json c{{"kernel", name}, {"impl", "cutlass"}, {"status", b.ok ? "built" : "quarantined"}, {"cached", b.cached}};
+    set_build_fields(c, b);
+    if (!b.ok) c["reason"] = b.reason;
+    cands.push_back(c);
+  }
+  w.out["candidates"] = cands;
+  w.out["winner"] = nullptr;
+}
+
+// A realized.json candidate from a tuning outcome.
+json candidate_entry(const CandidateOutcome& o, const std::map<std::string, BuildResult>& built) {
+  // A candidate timed only (the attention vendor bound) has no error figures.
+  auto figure = [&](double x) { return o.verified ? json(x) : json(nullptr); };
+  json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", figure(o.max_rel_err)},
+         {"fro_rel_err", figure(o.fro_rel_err)}, {"tolerance", figure(o.tolerance)}};
+  if (!o.note.empty()) c["note"] = o.note;
+  if (o.status == "ok") {
+    c["median_ms"] = o.median_ms; c["min_ms"] = o.min_ms; c["max_ms"] = o.max_ms;
+    c["trials"] = o.trials; c["workspace_bytes"] = o.workspace_bytes;
+  } else {
+    c["reason"] = o.reason;
+    std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
+  }
+  if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
+  return c;
+}
+
+// What the GPU stage shares across patterns.
+struct GpuStage {
+  const RealizeOptions& opt;
+  const Toolchain& tc;
+  const GpuInfo& gpu;
+  const std::map<std::string, BuildResult>& built;
+  registry::Registry* reg;                // null: no registry
+  std::unique_ptr<GpuContext>& ctx;       // created on first use
+};
+
+// 3-4. One pattern on the GPU: replayed from the registry when tuned before on this GPU,
+// driver and toolchain under this policy; else verified and tuned by its family (the vendor
+// paths first, then every built kernel) and recorded.
+void tune_pattern(PatternWork& w, const GpuStage& g) {
+  std::optional<registry::RecordKey> key;
+  if (g.reg) {
     try {
-      reg = std::make_unique<registry::Registry>(registry::default_registry_path(cache));
-      if (reg->rebuilt()) std::fprintf(stderr, "realize: the registry was damaged; rebuilt it empty\n");
+      key = tuning_key(w.realization->tuning_problem(w.out.at("problem")), g.gpu, g.tc, g.opt.policy);
+      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, w.kernels(), w.out)) {
+        std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(), hit->winner.c_str(),
+                     hit->created.c_str());
+        return;
+      }
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "realize: registry unavailable (%s): tuning without it\n", e.what());
+      std::fprintf(stderr, "realize %s: registry lookup failed (%s): tuning\n", w.id.c_str(), e.what());
     }
   }
+  const auto t_tune = std::chrono::steady_clock::now();
+  if (!g.ctx) g.ctx = std::make_unique<GpuContext>(g.gpu);
+  const families::TuneContext tctx{w.id, &g.built, g.opt.policy, g.ctx.get(), g.gpu.sm_count,
+                                   g.opt.warmup, g.opt.trials, g.opt.verbose};
+  families::TuneResult t = w.realization->tune(tctx);
+  w.out["verification"] = t.verification;
+  const CandidateOutcome* best = w.realization->winner(t.outcomes);
+  json cands = json::array();
+  for (const auto& o : t.outcomes) cands.push_back(candidate_entry(o, g.built));
+  for (auto& f : t.build_failures) cands.push_back(f);
+  w.out["candidates"] = cands;
+  w.out["tune_s"] = seconds_since(t_tune);
+  w.out["winner"] = best ? json(best->kernel) : json(nullptr);
+  w.out["winner_impl"] = best ? json(best->impl) : json(nullptr);
+  if (!best) return;
+  std::fprintf(stderr, "realize %s: winner %s %.4f ms\n", w.id.c_str(), best->kernel.c_str(), best->median_ms);
+  if (g.reg && key) {
+    try {
+      g.reg->put(make_record(*key, w.out));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "realize %s: not recorded in the registry: %s\n", w.id.c_str(), e.what());
+    }
+  }
+}
 
+void print_summary(const std::vector<PatternWork>& work, const std::map<std::string, BuildResult>& built,
+                   double build_wall, bool gpu, const fs::path& cache) {
   // Each kernel once, however many patterns share it.
   int compiled = 0, cached = 0, quarantined = 0;
   for (const auto& [name, b] : built) b.ok ? (b.cached ? ++cached : ++compiled) : ++quarantined;
-  for (auto& w : work) {
-    json cands = json::array();
-    double compile_s = 0;
-    for (const auto& name : w.kernels) {
-      const auto& b = built.at(name);
-      if (!b.cached) compile_s += b.seconds;
-    }
-    w.out["compile_s"] = compile_s;
-    if (!w.unsupported.empty()) w.out["cutlass_unavailable"] = w.unsupported;
-
-    if (!w.invalid.empty()) {
-      w.out["candidates"] = cands;
-      w.out["winner"] = nullptr;
-      w.out["winner_impl"] = nullptr;
-      continue;
-    }
-    if (!gpu) {  // no GPU: report the builds only
-      for (const auto& name : w.kernels) {
-        const auto& b = built.at(name);
-        json c{{"kernel", name}, {"impl", "cutlass"}, {"status", b.ok ? "built" : "quarantined"},
-               {"cached", b.cached}};
-        set_build_fields(c, b);
-        if (!b.ok) c["reason"] = b.reason;
-        cands.push_back(c);
-      }
-      w.out["candidates"] = cands;
-      w.out["winner"] = nullptr;
-      continue;
-    }
-
-    // A pattern tuned before on this GPU, driver and toolchain under this policy is replayed.
-    std::optional<registry::RecordKey> key;
-    if (reg) {
-      try {
-        // A fused tail is part of the problem: its tuning never answers the plain GEMM's.
-        json key_problem = w.out.at("problem");
-        if (w.problem.fused()) key_problem["epilogue"] = {{"tree", w.problem.tail_tree}, {"broadcast", w.problem.tail_broadcast}};
-        key = tuning_key(key_problem, *gpu, tc, opt.policy);
-        if (auto hit = reg->get(*key); hit && replay_record(*hit, built, w.kernels, w.out)) {
-          std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(),
-                       hit->winner.c_str(), hit->created.c_str());
-          continue;
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "realize %s: registry lookup failed (%s): tuning\n", w.id.c_str(), e.what());
-      }
-    }
-
-    // 3-4. Verify and tune on the GPU: the vendor paths first, then every built kernel.
-    const auto t_tune = std::chrono::steady_clock::now();
-    if (!ctx) ctx = std::make_unique<GpuContext>(*gpu);
-    json verification, build_failures = json::array();
-    std::vector<CandidateOutcome> outcomes;
-    if (w.attention) {
-      outcomes = tune_attention_pattern(w.id, *w.attention, w.kernels, built, opt.policy, *ctx, opt.warmup, opt.trials,
-                                        opt.verbose, verification, build_failures);
-    } else {
-      // GEMM: cuBLAS and cuBLASLt, then every built kernel with its run-time variants.
-      std::vector<std::unique_ptr<GemmCandidate>> runnable;
-      runnable.push_back(make_cublas_candidate(w.problem, opt.policy));
-      runnable.push_back(make_cublaslt_candidate(w.problem, opt.policy));
-      if (w.problem.fused()) {  // the vendor GEMM, then the tail (verify_and_tune models its ATen ops)
-        for (auto& r : runnable) r = make_tail_pass_candidate(std::move(r), w.problem);
-      }
-      for (size_t i = 0; i < w.kernels.size(); ++i) {
-        const auto& name = w.kernels[i];
-        const auto& b = built.at(name);
-        if (!b.ok) {
-          build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", b.reason}, {"key", b.key}});
-          continue;
-        }
-        // Scheduler options are run-time arguments: each variant is its own candidate.
-        for (const auto& rt : gemm_runtime_variants(w.configs[i], w.problem, sm_count)) {
-          runnable.push_back(load_cutlass_candidate(name + runtime_suffix(rt), b.library.string(), kernel_symbol(name), rt));
-        }
-      }
-      std::fprintf(stderr, "realize %s: verifying and tuning %zu candidates (M=%lld N=%lld K=%lld L=%lld)\n",
-                   w.id.c_str(), runnable.size(), (long long)w.problem.m, (long long)w.problem.n,
-                   (long long)w.problem.k, (long long)w.problem.l);
-      outcomes = verify_and_tune(w.problem, opt.policy, runnable, *ctx, opt.warmup, opt.trials, opt.verbose, &verification);
-    }
-    w.out["verification"] = verification;
-    // The attention vendor candidate is a lower bound of the ATen path (its two GEMMs), not
-    // the path itself, which factc cannot run: it wins only when no kernel verified. The
-    // kernel is timed against the pattern's ATen nodes in the module (fact optimize, docs/05).
-    const CandidateOutcome* best = nullptr;
-    const CandidateOutcome* bound = nullptr;
-    for (const auto& o : outcomes) {
-      if (w.attention && o.impl == std::string("vendor")) {
-        if (o.status == "ok") bound = &o;
-        continue;
-      }
-      if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) best = &o;
-    }
-    if (!best) best = bound;
-    for (const auto& o : outcomes) {
-      // A candidate timed only (the attention vendor bound) has no error figures.
-      auto figure = [&](double x) { return o.verified ? json(x) : json(nullptr); };
-      json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", figure(o.max_rel_err)},
-             {"fro_rel_err", figure(o.fro_rel_err)}, {"tolerance", figure(o.tolerance)}};
-      if (!o.note.empty()) c["note"] = o.note;
-      if (o.status == "ok") {
-        c["median_ms"] = o.median_ms; c["min_ms"] = o.min_ms; c["max_ms"] = o.max_ms;
-        c["trials"] = o.trials; c["workspace_bytes"] = o.workspace_bytes;
-      } else {
-        c["reason"] = o.reason;
-        std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
-      }
-      if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
-      cands.push_back(c);
-    }
-    for (auto& f : build_failures) cands.push_back(f);
-    w.out["candidates"] = cands;
-    w.out["tune_s"] = seconds_since(t_tune);
-    w.out["winner"] = best ? json(best->kernel) : json(nullptr);
-    w.out["winner_impl"] = best ? json(best->impl) : json(nullptr);
-    if (best) {
-      std::fprintf(stderr, "realize %s: winner %s %.4f ms\n", w.id.c_str(), best->kernel.c_str(), best->median_ms);
-      if (reg && key) {
-        try {
-          reg->put(make_record(*key, w.out));
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "realize %s: not recorded in the registry: %s\n", w.id.c_str(), e.what());
-        }
-      }
-    }
-  }
-  json pats = json::array();
-  for (auto& w : work) {
-    // Fused: the winner computes the tail too (a vendor winner leaves the tail to ATen).
-    // Null until a GPU has chosen (kernels are only built then; an "evt" name is fused).
-    w.out["fused"] = !gpu ? json(nullptr) : json(w.problem.fused() && w.out.value("winner_impl", json()) == "cutlass");
-    pats.push_back(w.out);
-  }
-  result["patterns"] = pats;
-  fs::create_directories(fs::absolute(opt.output).parent_path());
-  write_file(opt.output, result.dump(2) + "\n");
-
   std::printf("realize: %zu patterns; kernels: %d compiled, %d from cache, %d quarantined at build (%.1f s)\n",
               work.size(), compiled, cached, quarantined, build_wall);
   if (gpu) {
@@ -358,11 +250,69 @@ int run_realize(const RealizeOptions& opt) {
     }
     std::printf("realize: %d candidates, %d quarantined (build, verification or run); %d patterns without a winner\n",
                 checked, failed, no_winner);
-  }
-  if (!gpu) {
+  } else {
     std::printf("realize: no CUDA GPU found: verification and tuning need a GPU, so no kernel "
                 "was chosen. Built kernels stay in %s.\n", cache.c_str());
   }
+}
+
+}  // namespace
+
+int run_realize(const RealizeOptions& opt) {
+  const json plan = json::parse(read_file(opt.plan), nullptr, false);
+  check_plan(plan, opt.plan.string());
+  const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
+  const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
+  const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();
+  const std::optional<GpuInfo> gpu = opt.no_gpu ? std::nullopt : probe_gpu();
+
+  // 1. Candidates per pattern, from its family's tuning space.
+  std::map<std::string, BuildRequest> requests;  // by kernel name: shared across patterns
+  std::vector<PatternWork> work = plan_patterns(plan, opt.plan.string(), opt.policy, opt.tune_budget, gpu, requests);
+
+  // 2. Build everything at once, in parallel, through the cache.
+  std::vector<BuildRequest> reqs;
+  for (auto& [name, r] : requests) reqs.push_back(r);
+  std::fprintf(stderr, "realize: %zu kernels for %zu patterns, %d nvcc jobs, cache %s\n",
+               reqs.size(), work.size(), jobs, cache.c_str());
+  const auto t_build = std::chrono::steady_clock::now();
+  std::map<std::string, BuildResult> built;
+  for (auto& r : build_kernels(reqs, tc, cache, jobs, print_progress)) built[r.name] = r;
+  const double build_wall = seconds_since(t_build);
+  json result = realized_header(opt, tc, cache, build_wall, gpu);
+
+  // 3-4. On a GPU, verify and tune (or replay) each pattern. A run the registry answers
+  // entirely never allocates tuning buffers or a cuBLAS handle.
+  std::unique_ptr<GpuContext> ctx;
+  std::unique_ptr<registry::Registry> reg = gpu && opt.use_registry ? open_registry(cache) : nullptr;
+  for (auto& w : work) {
+    double compile_s = 0;
+    for (const auto& name : w.kernels()) {
+      const auto& b = built.at(name);
+      if (!b.cached) compile_s += b.seconds;
+    }
+    w.out["compile_s"] = compile_s;
+    if (!w.invalid.empty()) {
+      w.out["candidates"] = json::array();
+      w.out["winner"] = nullptr;
+      w.out["winner_impl"] = nullptr;
+    } else if (!gpu) {
+      report_builds(w, built);
+    } else {
+      tune_pattern(w, GpuStage{opt, tc, *gpu, built, reg.get(), ctx});
+    }
+  }
+  json pats = json::array();
+  for (auto& w : work) {
+    // Null until a GPU has chosen (kernels are only built then).
+    w.out["fused"] = !gpu ? json(nullptr)
+                          : json(w.realization && w.realization->fused(w.out.value("winner_impl", json())));
+    pats.push_back(w.out);
+  }
+  result["patterns"] = pats;
+  fs::create_directories(fs::absolute(opt.output).parent_path());
+  write_file(opt.output, result.dump(2) + "\n");
+  print_summary(work, built, build_wall, bool(gpu), cache);
   return 0;
 }
 

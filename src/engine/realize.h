@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/build.h"
-#include "families/gemm/problem.h"
+#include "base/precision.h"
 #include "engine/gpu_context.h"
 
 namespace fact::realize {

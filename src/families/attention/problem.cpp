@@ -166,11 +166,4 @@ AttentionProblem attention_problem_from_json(const json& j) {
   return p;
 }
 
-bool is_attention_pattern(const json& pat) {
-  if (!pat.is_object()) return false;
-  if (pat.contains("rule") && pat.at("rule") == "attention") return true;
-  const json& prob = pat.contains("problem") ? pat.at("problem") : json();
-  return prob.is_object() && prob.contains("kind") && prob.at("kind") == "attention";
-}
-
 }  // namespace fact::realize

@@ -74,8 +74,4 @@ bool valid_output_layout(const std::string& layout);
 /// an explicit softmax over a row of -inf (form "matmul") gives NaN.
 inline bool attention_empty_row_zero(const AttentionProblem& p) { return p.form == "sdpa"; }
 
-/// True when a plan pattern is an attention pattern: rule "attention", or a problem of kind
-/// "attention".
-bool is_attention_pattern(const nlohmann::json& pattern);
-
 }  // namespace fact::realize

@@ -22,17 +22,16 @@ AttentionGpuLimits attention_limits(const std::optional<GpuInfo>& gpu) {
   return l;
 }
 
-std::shared_ptr<const AttentionWork> plan_attention_pattern(const json& problem, Precision policy,
-                                                            const AttentionGpuLimits& limits, int tune_budget,
-                                                            std::map<std::string, BuildRequest>& requests,
-                                                            std::vector<std::string>& kernels, std::string& unsupported) {
-  auto w = std::make_shared<AttentionWork>();
-  w->problem = attention_problem_from_json(problem);
-  w->family = attention_family(w->problem, policy, unsupported);
-  if (!w->family) return w;
-  for (const auto& c : attention_tuning_space(*w->family, w->problem, limits, tune_budget)) {
-    const std::string name = attention_kernel_name(*w->family, c);
-    if (!requests.count(name)) requests[name] = {name, render_attention_sm80(*w->family, c), name};
+AttentionWork plan_attention_pattern(const json& problem, Precision policy, const AttentionGpuLimits& limits,
+                                     int tune_budget, std::map<std::string, BuildRequest>& requests,
+                                     std::vector<std::string>& kernels, std::string& unsupported) {
+  AttentionWork w;
+  w.problem = attention_problem_from_json(problem);
+  w.family = attention_family(w.problem, policy, unsupported);
+  if (!w.family) return w;
+  for (const auto& c : attention_tuning_space(*w.family, w.problem, limits, tune_budget)) {
+    const std::string name = attention_kernel_name(*w.family, c);
+    if (!requests.count(name)) requests[name] = {name, render_attention_sm80(*w.family, c), name};
     kernels.push_back(name);
   }
   if (kernels.empty()) unsupported = "no configuration of the attention kernels fits this GPU's shared memory";

@@ -1,5 +1,5 @@
-// Realizing one attention pattern (rule "attention"): realize.cpp's dispatch for the pattern
-// kind. plan_attention_pattern runs before the build (candidates and build requests),
+// Realizing one attention pattern, the attention family's plan and tune (family.cpp):
+// plan_attention_pattern runs before the build (candidates and build requests),
 // tune_attention_pattern on the GPU after it (docs/04-realization.md, "Attention").
 #pragma once
 #include <map>
@@ -12,7 +12,7 @@
 
 #include "families/attention/space.h"
 #include "engine/build.h"
-#include "families/gemm/verify_tune.h"
+#include "engine/harness.h"
 #include "engine/gpu_context.h"
 
 namespace fact::realize {
@@ -32,10 +32,9 @@ AttentionGpuLimits attention_limits(const std::optional<GpuInfo>& gpu);
 /// order) and their sources to `requests` (by name, shared across patterns). A problem no
 /// kernel implements sets `unsupported` (the vendor-only reason). Throws fact::Error for a
 /// problem that cannot be read (attention_problem_from_json).
-std::shared_ptr<const AttentionWork> plan_attention_pattern(const nlohmann::json& problem, Precision policy,
-                                                            const AttentionGpuLimits& limits, int tune_budget,
-                                                            std::map<std::string, BuildRequest>& requests,
-                                                            std::vector<std::string>& kernels, std::string& unsupported);
+AttentionWork plan_attention_pattern(const nlohmann::json& problem, Precision policy, const AttentionGpuLimits& limits,
+                                     int tune_budget, std::map<std::string, BuildRequest>& requests,
+                                     std::vector<std::string>& kernels, std::string& unsupported);
 
 /// Verifies and times the candidates of pattern `id` on the GPU: the vendor lower bound and every
 /// kernel of `kernels` that built (`built`); a kernel that failed to build or to load goes to

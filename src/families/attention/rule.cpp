@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 
 #include "families/attention/match.h"
-#include "discover/rules/rules.h"
+#include "families/attention/rule.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -199,7 +199,7 @@ Rule attention_rule() {
       .name = "attention",
       .meaning = "F.scaled_dot_product_attention / softmax(q @ k^T * scale [+ mask | masked_fill -inf]) "
                  "[dropout p=0] @ v: causal (proven), additive, keep or drop masks, grouped K/V, head merge",
-      .kernel_family = "cutlass.attention",
+      .kernel_family = "attention",
       .tests = "tests/golden/discover/attention_*.txt, tests/python/test_attention_discovery.py",
       .match = &match_attention,
   };

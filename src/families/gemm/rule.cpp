@@ -5,7 +5,8 @@
 //          aten.linear.default: the forms in gemm_forms(), written as patterns
 //          (discover/pattern.h; table and constraints: docs/03-rules.md).
 // Meaning  torch.mm / torch.bmm / torch.addmm / torch.matmul / F.linear.
-// Family   cutlass.gemm: CUTLASS universal GEMM, fp32 accumulate.
+// Family   gemm (src/families/gemm/): CUTLASS universal GEMM, fp32 accumulate, the elementwise
+//          tail after it fused into its epilogue (epilogue/).
 // Tests    tests/golden/discover/gemm_*.txt -> *.plan (run by tests/discover/golden_plan_test.cpp).
 //
 // Operands are read in place: a transposed or permuted operand (e.g. the output of
@@ -21,7 +22,7 @@
 
 #include "discover/pattern.h"
 #include "graph/text.h"
-#include "discover/rules/rules.h"
+#include "families/gemm/rule.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -335,9 +336,10 @@ Rule gemm_rule() {
       .name = "gemm",
       .meaning = "torch.mm / bmm / addmm / matmul (rank >= 2) / F.linear: "
                  "D = alpha * (A @ B) + beta * bias, batch broadcast, operands read in place",
-      .kernel_family = "cutlass.gemm",
+      .kernel_family = "gemm",
       .tests = "tests/golden/discover/gemm_*.txt",
       .match = &match_gemm,
+      .takes_tail = true,
   };
 }
 

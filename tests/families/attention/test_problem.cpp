@@ -118,9 +118,3 @@ TEST(AttentionProblem, ErrorsNameTheField) {
   expect(j, "field 'strides.o' is missing");
 }
 
-TEST(AttentionProblem, PatternKind) {
-  EXPECT_TRUE(is_attention_pattern({{"rule", "attention"}}));
-  EXPECT_TRUE(is_attention_pattern({{"rule", "other"}, {"problem", {{"kind", "attention"}}}}));
-  EXPECT_FALSE(is_attention_pattern({{"rule", "gemm"}, {"problem", {{"kind", "gemm"}}}}));
-  EXPECT_FALSE(is_attention_pattern(json::array()));
-}
