@@ -75,7 +75,7 @@ class PatternRealization {
   virtual const CandidateOutcome* winner(const std::vector<CandidateOutcome>& outcomes) const;
   /// realized.json's "fused" once a GPU chose a winner of `winner_impl` (json string or null):
   /// whether the kernel computes more of the graph than the pattern's own nodes. Default false.
-  virtual bool fused(const nlohmann::json& winner_impl) const { return false; }
+  virtual bool fused(const nlohmann::json& /*winner_impl*/) const { return false; }
 };
 
 class Family {
@@ -119,7 +119,7 @@ class Family {
   virtual std::string report_section(const nlohmann::json& plan, const nlohmann::json& realized,
                                      const nlohmann::json& manifest, bool mine) const = 0;
   /// "Left to ATen" lines of this family that are not whole patterns (e.g. unfused tails).
-  virtual std::string left_to_aten(const nlohmann::json& plan, const nlohmann::json& manifest) const { return {}; }
+  virtual std::string left_to_aten(const nlohmann::json& /*plan*/, const nlohmann::json& /*manifest*/) const { return {}; }
   /// What a vendor-run pattern `m` (manifest entry) runs, e.g. "its ATen op (cuBLAS)".
   virtual std::string vendor_text(const nlohmann::json& m) const = 0;
 };

@@ -6,7 +6,7 @@
 #include "engine/cuda_check.h"
 #include "engine/device_buffer.h"
 #include "families/gemm/candidates.h"
-#include "engine/kernel_library.h"
+#include "engine/library_candidate.h"
 
 namespace fact::realize {
 
@@ -43,41 +43,6 @@ std::string return_code_text(int rc) {
   if (rc >= FACT_ATTN_ERR_CUDA_BASE) return cudaGetErrorName(cudaError_t(rc - FACT_ATTN_ERR_CUDA_BASE));
   return "unknown code";
 }
-
-class KernelCandidate final : public AttentionCandidate {
- public:
-  KernelCandidate(std::string name, const std::string& library, const std::string& symbol)
-      : name_(std::move(name)),
-        library_(library),
-        can_implement_(library_.function<fact_attn_can_implement_fn>(symbol, "_can_implement")),
-        workspace_fn_(library_.function<fact_attn_workspace_bytes_fn>(symbol, "_workspace_bytes")),
-        run_(library_.function<fact_attn_run_fn>(symbol, "_run")) {}
-  const std::string& name() const override { return name_; }
-  const char* impl() const override { return "cutlass"; }
-  size_t workspace_bytes() const override { return workspace_.bytes(); }
-
-  std::string prepare(const FactAttentionArgs& args, GpuContext&) override {
-    if (int rc = can_implement_(&args); rc != 0) {
-      return fmt::format("can_implement returned {} ({})", rc, return_code_text(rc));
-    }
-    const size_t ws = workspace_fn_(&args);
-    if (ws > workspace_.bytes()) workspace_ = DeviceBuffer(ws);
-    return "";
-  }
-  void run(const FactAttentionArgs& args, GpuContext& gpu) override {
-    if (int rc = run_(&args, workspace_.get(), workspace_.bytes(), gpu.stream()); rc != 0) {
-      throw Error(fmt::format("kernel {} returned {} ({})", name_, rc, return_code_text(rc)));
-    }
-  }
-
- private:
-  std::string name_;
-  KernelLibrary library_;
-  fact_attn_can_implement_fn can_implement_;
-  fact_attn_workspace_bytes_fn workspace_fn_;
-  fact_attn_run_fn run_;
-  DeviceBuffer workspace_;
-};
 
 cublasComputeType_t vendor_compute(const AttentionProblem& p, Precision policy) {
   return p.dtype == DType::F32 && policy != Precision::fp32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -149,7 +114,8 @@ class VendorBound final : public AttentionCandidate {
 
 std::unique_ptr<AttentionCandidate> load_attention_candidate(const std::string& name, const std::string& library,
                                                              const std::string& symbol) {
-  return std::make_unique<KernelCandidate>(name, library, symbol);
+  return std::make_unique<LibraryCandidate<FactAttentionArgs>>(name, library, symbol, LibraryCandidate<FactAttentionArgs>::Adjust{},
+                                                                &return_code_text);
 }
 
 std::unique_ptr<AttentionCandidate> make_attention_vendor_bound(const AttentionProblem& p, Precision policy) {

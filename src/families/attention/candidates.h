@@ -8,6 +8,7 @@
 #include "families/attention/abi.h"
 #include "families/attention/problem.h"
 #include "engine/gpu_context.h"
+#include "engine/harness.h"
 
 namespace fact::realize {
 
@@ -16,22 +17,8 @@ namespace fact::realize {
 FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, const void* k, const void* v,
                                       void* o, const void* mask);
 
-class AttentionCandidate {
- public:
-  virtual ~AttentionCandidate() = default;
-  virtual const std::string& name() const = 0;
-  virtual const char* impl() const = 0;  // "cutlass" (a FACT kernel, linked by compose) | "vendor"
-  /// False for a candidate that is timed only: it computes no O to verify (the vendor
-  /// lower bound); note() says what its time is.
-  virtual bool verifiable() const { return true; }
-  virtual std::string note() const { return {}; }
-  /// Checks the candidate can run `args` and allocates what it needs; "" when it can, else
-  /// why not (the candidate is then quarantined). Throws fact::Error when the GPU fails.
-  virtual std::string prepare(const FactAttentionArgs& args, GpuContext& gpu) = 0;
-  /// Launches on gpu.stream(). Throws fact::Error with the kernel's return code on failure.
-  virtual void run(const FactAttentionArgs& args, GpuContext& gpu) = 0;
-  virtual size_t workspace_bytes() const { return 0; }
-};
+/// A runnable attention candidate (engine/harness.h).
+using AttentionCandidate = Candidate<FactAttentionArgs>;
 
 /// Loads `<symbol>_can_implement`, `_workspace_bytes` and `_run` from `library` (dlopen).
 /// Throws fact::Error naming an unloadable library or a missing symbol.

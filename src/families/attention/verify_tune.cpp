@@ -54,22 +54,11 @@ std::vector<int64_t> attention_sample_pairs(int64_t batch, int64_t heads) {
 
 namespace {
 
-struct Draw {
-  const char* name;
-  Distribution dist;
-  double scale;
-  bool moderate;  // neither peaky nor cancelling to near zero: the fp32 policy's check applies
-};
-
 std::vector<Draw> draws_for(const AttentionProblem& p) {
   // x30 makes the softmax peaky (scores of order 900 scale sqrt(D)); a convex combination
   // of V stays in range, so fp16 takes it too. Small: as the GEMM's (fp16's narrow range).
-  const double small = p.dtype == DType::F16 ? 1e-2 : 1e-4;
-  return {{"normal", Distribution::Normal, 1.0, true},
-          {"normal-2", Distribution::Normal, 1.0, true},
-          {"uniform01", Distribution::Uniform01, 1.0, true},
-          {"large", Distribution::Normal, 30.0, false},
-          {"small", Distribution::Normal, small, false}};
+  // The moderate draws (the first three) are those the fp32 policy's check applies to.
+  return standard_draws(30.0, p.dtype == DType::F16 ? 1e-2 : 1e-4);
 }
 
 }  // namespace
@@ -102,22 +91,11 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
   constexpr uint64_t kTimingSeed = 0x7157;
   fill(Distribution::Normal, 1.0, kTimingSeed);
 
-  std::vector<CandidateOutcome> out(cands.size());
-  for (size_t i = 0; i < cands.size(); ++i) {
-    out[i].kernel = cands[i]->name();
-    out[i].impl = cands[i]->impl();
-    out[i].verified = cands[i]->verifiable();
-    out[i].note = cands[i]->note();
-    // A prepare that threw may have left a CUDA error behind: clear it.
-    if (!prepare_candidate(*cands[i], args, gpu, out[i])) cudaGetLastError();
-  }
+  std::vector<CandidateOutcome> out = prepare_outcomes(cands, args, gpu);
   bool any_verifiable = false;
   for (size_t i = 0; i < cands.size(); ++i) {
     if (out[i].status != "ok" || !cands[i]->verifiable()) continue;
-    if (!family) {  // no error model: nothing to verify a kernel against
-      out[i].status = "quarantined";
-      out[i].reason = "no attention family for this problem: cannot verify";
-    }
+    if (!family) quarantine(out[i], "no attention family for this problem: cannot verify");  // no error model
     any_verifiable |= out[i].status == "ok";
   }
 
@@ -140,68 +118,53 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
                           pairs_dev.as<int64_t>(), int(pairs.size()), ref.as<double>(), bound.as<double>(), s);
       gpu.sync();
       json log{{"draw", draw.name}, {"scale", draw.scale}, {"dead_rows", dead_rows}};
-      for (size_t i = 0; i < cands.size(); ++i) {
-        auto& oc = out[i];
-        if (oc.status != "ok" || !cands[i]->verifiable()) continue;
-        try {
-          FACT_CUDA(cudaMemsetAsync(o.get(), 0xff, o.bytes(), s));  // NaN in f32/f16/bf16, guards included
-          cands[i]->run(args, gpu);
-          FACT_CUDA_LAUNCH();
-          compare_attention(o_ptr, p.dtype, dims, pairs_dev.as<int64_t>(), int(pairs.size()), ref.as<double>(),
-                            bound.as<double>(), cmp_dev.as<AttentionCompareStats>(), s);
-          check_attention_coverage(o.get(), o_elems, guard, has_mask ? mask.get() : nullptr, p.dtype, dims,
-                                   cov_dev.as<AttentionCoverageStats>(), s);
-          AttentionCompareStats st{};
-          AttentionCoverageStats cov{};
-          FACT_CUDA(cudaMemcpyAsync(&st, cmp_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
-          FACT_CUDA(cudaMemcpyAsync(&cov, cov_dev.get(), sizeof cov, cudaMemcpyDeviceToHost, s));
-          gpu.sync();
-          log["nan_rows_sampled"] = st.nan_expected / uint64_t(p.head_dim);
-          log["dead_rows_total"] = cov.dead_rows;
-          const double max_rel = st.max_abs_ref > 0 ? st.max_abs_err / st.max_abs_ref : INFINITY;
-          const double fro_rel = st.sum_sq_ref > 0 ? std::sqrt(st.sum_sq_err / st.sum_sq_ref) : INFINITY;
-          // The reported errors are those of the moderate draws: on the peaky (x30) and
-          // near-zero draws a relative error measures ties and cancellation, not the kernel
-          // (every draw is held to its per-element bound all the same; the log has each).
-          log["max_rel_err"][oc.kernel] = max_rel;
-          if (draw.moderate) {
-            oc.max_rel_err = std::max(oc.max_rel_err, max_rel);
-            oc.fro_rel_err = std::max(oc.fro_rel_err, fro_rel);
-          }
-          if (st.max_abs_ref > 0) oc.tolerance = std::max(oc.tolerance, st.max_bound / st.max_abs_ref);
-          worst_ratio[i] = std::max(worst_ratio[i], st.max_bound_ratio);
-          const unsigned long long outside = cov.buffer_not_nan - std::min(cov.buffer_not_nan, cov.written);
-          std::string why;
-          if (cov.unwritten) why = fmt::format("{} output elements NaN where a value is expected (unwritten)", cov.unwritten);
-          else if (cov.infinite) why = fmt::format("{} output elements infinite", cov.infinite);
-          else if (cov.dead_not_nan) {
-            why = fmt::format("{} elements of rows whose keys are all removed are not {}", cov.dead_not_nan,
-                              attention_empty_row_zero(p) ? "0 (SDPA gives 0)" : "NaN (eager gives NaN)");
-          }
-          else if (outside) why = fmt::format("{} elements written outside O (padding or guards)", outside);
-          else if (st.nonfinite) why = fmt::format("{} sampled elements NaN/Inf where the reference is finite", st.nonfinite);
-          else if (st.nan_mismatch) why = fmt::format("{} sampled elements not NaN where every key is removed", st.nan_mismatch);
-          else if (st.max_abs_ref == 0 || st.ref_varies == 0) why = "the reference is constant along every row: this draw cannot tell right from wrong";
-          else if (st.differs_from_first == 0) why = "output is constant along every row";
-          else if (st.over_bound) why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}, worst error / bound {:.3g})",
-                                                    st.over_bound, max_rel, st.max_bound_ratio);
-          else if (fp32_accurate && draw.moderate && !(max_rel <= fp32_tol)) {
-            why = fmt::format("max rel err {:.3g} > the fp32 policy's {:.3g}", max_rel, fp32_tol);
-          }
-          if (!why.empty()) {
-            oc.status = "quarantined";
-            oc.reason = fmt::format("verification failed on draw '{}': {}", draw.name, why);
-          }
-          if (verbose) {
-            std::fprintf(stderr, "  verify %-50s %-10s max_rel_err %.3g error/bound %.3g %s\n", oc.kernel.c_str(), draw.name,
-                         max_rel, st.max_bound_ratio, why.c_str());
-          }
-        } catch (const std::exception& ex) {
-          oc.status = "quarantined";
-          oc.reason = std::string("run failed: ") + ex.what();
-          cudaGetLastError();
+      verify_draw(cands, out, args, gpu, draw, o, [&](size_t i, CandidateOutcome& oc) {
+        compare_attention(o_ptr, p.dtype, dims, pairs_dev.as<int64_t>(), int(pairs.size()), ref.as<double>(),
+                          bound.as<double>(), cmp_dev.as<AttentionCompareStats>(), s);
+        check_attention_coverage(o.get(), o_elems, guard, has_mask ? mask.get() : nullptr, p.dtype, dims,
+                                 cov_dev.as<AttentionCoverageStats>(), s);
+        AttentionCompareStats st{};
+        AttentionCoverageStats cov{};
+        FACT_CUDA(cudaMemcpyAsync(&st, cmp_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
+        FACT_CUDA(cudaMemcpyAsync(&cov, cov_dev.get(), sizeof cov, cudaMemcpyDeviceToHost, s));
+        gpu.sync();
+        log["nan_rows_sampled"] = st.nan_expected / uint64_t(p.head_dim);
+        log["dead_rows_total"] = cov.dead_rows;
+        const auto [max_rel, fro_rel] = relative_errors(st.max_abs_err, st.max_abs_ref, st.sum_sq_err, st.sum_sq_ref);
+        // The reported errors are those of the moderate draws: on the peaky (x30) and
+        // near-zero draws a relative error measures ties and cancellation, not the kernel
+        // (every draw is held to its per-element bound all the same; the log has each).
+        log["max_rel_err"][oc.kernel] = max_rel;
+        if (draw.moderate) {
+          oc.max_rel_err = std::max(oc.max_rel_err, max_rel);
+          oc.fro_rel_err = std::max(oc.fro_rel_err, fro_rel);
         }
-      }
+        if (st.max_abs_ref > 0) oc.tolerance = std::max(oc.tolerance, st.max_bound / st.max_abs_ref);
+        worst_ratio[i] = std::max(worst_ratio[i], st.max_bound_ratio);
+        const unsigned long long outside = cov.buffer_not_nan - std::min(cov.buffer_not_nan, cov.written);
+        std::string why;
+        if (cov.unwritten) why = fmt::format("{} output elements NaN where a value is expected (unwritten)", cov.unwritten);
+        else if (cov.infinite) why = fmt::format("{} output elements infinite", cov.infinite);
+        else if (cov.dead_not_nan) {
+          why = fmt::format("{} elements of rows whose keys are all removed are not {}", cov.dead_not_nan,
+                            attention_empty_row_zero(p) ? "0 (SDPA gives 0)" : "NaN (eager gives NaN)");
+        }
+        else if (outside) why = fmt::format("{} elements written outside O (padding or guards)", outside);
+        else if (st.nonfinite) why = fmt::format("{} sampled elements NaN/Inf where the reference is finite", st.nonfinite);
+        else if (st.nan_mismatch) why = fmt::format("{} sampled elements not NaN where every key is removed", st.nan_mismatch);
+        else if (st.max_abs_ref == 0 || st.ref_varies == 0) why = "the reference is constant along every row: this draw cannot tell right from wrong";
+        else if (st.differs_from_first == 0) why = "output is constant along every row";
+        else if (st.over_bound) why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}, worst error / bound {:.3g})",
+                                                  st.over_bound, max_rel, st.max_bound_ratio);
+        else if (fp32_accurate && draw.moderate && !(max_rel <= fp32_tol)) {
+          why = fmt::format("max rel err {:.3g} > the fp32 policy's {:.3g}", max_rel, fp32_tol);
+        }
+        if (verbose) {
+          std::fprintf(stderr, "  verify %-50s %-10s max_rel_err %.3g error/bound %.3g %s\n", oc.kernel.c_str(), draw.name,
+                       max_rel, st.max_bound_ratio, why.c_str());
+        }
+        return why;
+      });
       draws_log.push_back(log);
     }
     for (size_t i = 0; i < cands.size(); ++i) {
@@ -214,13 +177,7 @@ std::vector<CandidateOutcome> verify_and_tune_attention(const AttentionProblem& 
     if (family && family->math == "3xtf32") (*verification)["fp32_tolerance"] = attention_fp32_tolerance(p);
   }
   // Tuning: every candidate still ok (the vendor bound included) alternates within each round.
-  std::vector<size_t> live;
-  for (size_t i = 0; i < cands.size(); ++i) if (out[i].status == "ok") live.push_back(i);
-  std::vector<std::function<void()>> timed;
-  for (size_t i : live) timed.push_back([&, i] { cands[i]->run(args, gpu); });
-  fill(Distribution::Normal, 1.0, kTimingSeed);
-  const std::vector<TrialStats> times = time_alternating(timed, gpu, warmup, trials);
-  for (size_t j = 0; j < live.size(); ++j) record_times(out[live[j]], times[j]);
+  time_survivors(cands, out, args, gpu, warmup, trials, [&] { fill(Distribution::Normal, 1.0, kTimingSeed); });
   return out;
 }
 

@@ -2,7 +2,7 @@
 
 #include "engine/cuda_check.h"
 #include "engine/gpu_kernels.h"
-#include "engine/kernel_library.h"
+#include "engine/library_candidate.h"
 
 namespace fact::realize {
 
@@ -31,50 +31,6 @@ CublasMapping cublas_mapping(const GemmProblem& p) {
           p.layout_a == Layout::Row ? CUBLAS_OP_N : CUBLAS_OP_T};
 }
 
-
-class CutlassCandidate final : public GemmCandidate {
- public:
-  CutlassCandidate(std::string name, const std::string& library, const std::string& symbol, const GemmRuntime& runtime)
-      : name_(std::move(name)),
-        library_(library),
-        runtime_(runtime),
-        can_implement_(library_.function<fact_can_implement_fn>(symbol, "_can_implement")),
-        workspace_fn_(library_.function<fact_workspace_bytes_fn>(symbol, "_workspace_bytes")),
-        run_(library_.function<fact_run_fn>(symbol, "_run")) {}
-  const std::string& name() const override { return name_; }
-  const char* impl() const override { return "cutlass"; }
-  size_t workspace_bytes() const override { return workspace_.bytes(); }
-
-  std::string prepare(const FactGemmArgs& given, GpuContext&) override {
-    const FactGemmArgs args = with_runtime(given);
-    if (int rc = can_implement_(&args); rc != 0) return "can_implement returned " + std::to_string(rc);
-    const size_t ws = workspace_fn_(&args);
-    if (ws > workspace_.bytes()) workspace_ = DeviceBuffer(ws);
-    return "";
-  }
-  void run(const FactGemmArgs& given, GpuContext& gpu) override {
-    const FactGemmArgs args = with_runtime(given);
-    if (int rc = run_(&args, workspace_.get(), workspace_.bytes(), gpu.stream()); rc != 0) {
-      throw Error("kernel " + name_ + " returned " + std::to_string(rc));
-    }
-  }
-
- private:
-  FactGemmArgs with_runtime(FactGemmArgs args) const {
-    args.splits = runtime_.splits;
-    args.raster = runtime_.raster;
-    args.swizzle = runtime_.swizzle;
-    return args;
-  }
-
-  std::string name_;
-  KernelLibrary library_;
-  GemmRuntime runtime_;
-  fact_can_implement_fn can_implement_;
-  fact_workspace_bytes_fn workspace_fn_;
-  fact_run_fn run_;
-  DeviceBuffer workspace_;
-};
 
 class CublasCandidate final : public GemmCandidate {
  public:
@@ -126,7 +82,14 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,
                                                       const std::string& symbol,
                                                       const GemmRuntime& runtime) {
-  return std::make_unique<CutlassCandidate>(name, library, symbol, runtime);
+  // Scheduler options are run-time arguments: every call carries this variant's.
+  auto with_runtime = [runtime](FactGemmArgs args) {
+    args.splits = runtime.splits;
+    args.raster = runtime.raster;
+    args.swizzle = runtime.swizzle;
+    return args;
+  };
+  return std::make_unique<LibraryCandidate<FactGemmArgs>>(name, library, symbol, with_runtime);
 }
 
 std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy) {

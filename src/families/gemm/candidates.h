@@ -8,6 +8,7 @@
 #include "families/gemm/problem.h"
 #include "families/gemm/space.h"
 #include "engine/gpu_context.h"
+#include "engine/harness.h"
 #include "families/gemm/abi.h"
 
 namespace fact::realize {
@@ -16,21 +17,11 @@ namespace fact::realize {
 FactGemmArgs make_gemm_args(const GemmProblem& p, const void* a, const void* b, const void* bias,
                             void* d);
 
-class GemmCandidate {
- public:
-  virtual ~GemmCandidate() = default;
-  virtual const std::string& name() const = 0;
-  virtual const char* impl() const = 0;  // "cutlass" | "vendor"
-  /// Checks the candidate can run `args` and allocates what it needs; returns "" when it
-  /// can, else the reason it cannot (the candidate is then quarantined).
-  virtual std::string prepare(const FactGemmArgs& args, GpuContext& gpu) = 0;
-  /// Launches on gpu.stream(). Throws fact::Error with the kernel's return code on failure.
-  virtual void run(const FactGemmArgs& args, GpuContext& gpu) = 0;
-  virtual size_t workspace_bytes() const { return 0; }
-};
+/// A runnable GEMM candidate (engine/harness.h).
+using GemmCandidate = Candidate<FactGemmArgs>;
 
-/// Loads `<symbol>_*` from `library` (dlopen); every call passes `runtime`'s scheduler
-/// options. Throws fact::Error naming a missing symbol.
+/// Loads `<symbol>_*` from `library` (dlopen, engine/library_candidate.h); every call passes
+/// `runtime`'s scheduler options. Throws fact::Error naming a missing symbol.
 std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
                                                       const std::string& library,
                                                       const std::string& symbol,

@@ -36,21 +36,11 @@ double gemm_tolerance(const GemmProblem& p, Precision policy) {
 
 namespace {
 
-struct Draw {
-  const char* name;
-  Distribution dist;
-  double scale;
-};
-
 std::vector<Draw> draws_for(const GemmProblem& p) {
   // fp16 has a narrow range: keep its large draw where A*B sums stay finite.
   const double large = p.dtype_a == DType::F16 ? 4.0 : 1e4;
   const double small = p.dtype_a == DType::F16 ? 1e-2 : 1e-4;
-  return {{"normal", Distribution::Normal, 1.0},
-          {"normal-2", Distribution::Normal, 1.0},
-          {"uniform01", Distribution::Uniform01, 1.0},
-          {"large", Distribution::Normal, large},
-          {"small", Distribution::Normal, small}};
+  return standard_draws(large, small);
 }
 
 }  // namespace
@@ -76,13 +66,8 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     tail->set_args(args);
   }
 
-  std::vector<CandidateOutcome> out(cands.size());
-  for (size_t i = 0; i < cands.size(); ++i) {
-    out[i].kernel = cands[i]->name();
-    out[i].impl = cands[i]->impl();
-    out[i].tolerance = tol;
-    prepare_candidate(*cands[i], args, gpu, out[i]);
-  }
+  std::vector<CandidateOutcome> out = prepare_outcomes(cands, args, gpu);
+  for (auto& o : out) o.tolerance = tol;
 
   json draws_log = json::array();
   int informative = 0;
@@ -108,50 +93,35 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
       return;
     }
     ++informative;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      auto& o = out[i];
-      if (o.status != "ok") continue;
-      try {
-        FACT_CUDA(cudaMemsetAsync(d.get(), 0xff, d.bytes(), s));  // NaN poison in f32/f16/bf16
-        cands[i]->run(args, gpu);
-        FACT_CUDA_LAUNCH();
-        if (tail) {
-          tail->compare(d.get(), d64.as<double>(), tol * tail->max_abs_acc(), unit_roundoff(p.dtype_d),
-                        stats_dev.as<CompareStats>(), s);
-        } else {
-          compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
-                               p.batch_stride_d, stats_dev.as<CompareStats>(), s);
-        }
-        CompareStats st{};
-        FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
-        gpu.sync();
-        const double max_rel = st.max_abs_ref > 0 ? st.max_abs_err / st.max_abs_ref : INFINITY;
-        const double fro_rel = st.sum_sq_ref > 0 ? std::sqrt(st.sum_sq_err / st.sum_sq_ref) : INFINITY;
-        o.max_rel_err = std::max(o.max_rel_err, max_rel);
-        o.fro_rel_err = std::max(o.fro_rel_err, fro_rel);
-        std::string why;
-        if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
-        else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
-        else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
-        else if (tail && st.over_bound) {
-          const int64_t e = int64_t(st.witness_index), j = e % p.n, i = (e / p.n) % p.m, b = e / (p.n * p.m);
-          why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}); e.g. D[{}, {}, {}]: GEMM "
-                            "value {:.9g} (float64), tail reference {:.9g}, kernel {:.9g}, bound {:.3g}",
-                            st.over_bound, max_rel, b, i, j, st.witness_acc, st.witness_ref, st.witness_value,
-                            st.witness_bound);
-        }
-        else if (!tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
-        if (!why.empty()) {
-          o.status = "quarantined";
-          o.reason = fmt::format("verification failed on draw '{}': {}", draw.name, why);
-        }
-        if (verbose) std::fprintf(stderr, "  verify %-70s %-10s max_rel_err %.3g %s\n", o.kernel.c_str(), draw.name, max_rel, why.c_str());
-      } catch (const std::exception& e) {
-        o.status = "quarantined";
-        o.reason = std::string("run failed: ") + e.what();
-        cudaGetLastError();
+    verify_draw(cands, out, args, gpu, draw, d, [&](size_t, CandidateOutcome& o) {
+      if (tail) {
+        tail->compare(d.get(), d64.as<double>(), tol * tail->max_abs_acc(), unit_roundoff(p.dtype_d),
+                      stats_dev.as<CompareStats>(), s);
+      } else {
+        compare_to_reference(d.get(), p.dtype_d, d64.as<double>(), p.l, p.m, p.n, p.ldd,
+                             p.batch_stride_d, stats_dev.as<CompareStats>(), s);
       }
-    }
+      CompareStats st{};
+      FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
+      gpu.sync();
+      const auto [max_rel, fro_rel] = relative_errors(st.max_abs_err, st.max_abs_ref, st.sum_sq_err, st.sum_sq_ref);
+      o.max_rel_err = std::max(o.max_rel_err, max_rel);
+      o.fro_rel_err = std::max(o.fro_rel_err, fro_rel);
+      std::string why;
+      if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
+      else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
+      else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
+      else if (tail && st.over_bound) {
+        const int64_t e = int64_t(st.witness_index), j = e % p.n, i = (e / p.n) % p.m, b = e / (p.n * p.m);
+        why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}); e.g. D[{}, {}, {}]: GEMM "
+                          "value {:.9g} (float64), tail reference {:.9g}, kernel {:.9g}, bound {:.3g}",
+                          st.over_bound, max_rel, b, i, j, st.witness_acc, st.witness_ref, st.witness_value,
+                          st.witness_bound);
+      }
+      else if (!tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
+      if (verbose) std::fprintf(stderr, "  verify %-70s %-10s max_rel_err %.3g %s\n", o.kernel.c_str(), draw.name, max_rel, why.c_str());
+      return why;
+    });
   };
   for (const Draw& draw : draws_for(p)) run_draw(draw);
   if (tail) {
@@ -171,26 +141,20 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     (*verification)["draws"] = draws_log;
   }
   if (informative == 0) {
-    for (auto& o : out) {
-      if (o.status != "ok") continue;
-      o.status = "quarantined";
-      o.reason = "no draw could tell right from wrong (every reference was constant)";
-    }
+    for (auto& o : out)
+      if (o.status == "ok") quarantine(o, "no draw could tell right from wrong (every reference was constant)");
   }
 
   // Tuning: survivors alternate within each round; each trial is preceded by an L2 flush.
   // A fused problem's tail pass alone is timed in the same rounds, last.
-  std::vector<size_t> live;
-  for (size_t i = 0; i < cands.size(); ++i) if (out[i].status == "ok") live.push_back(i);
-  std::vector<std::function<void()>> timed;
-  for (size_t i : live) timed.push_back([&, i] { cands[i]->run(args, gpu); });
-  if (tail && !live.empty()) timed.push_back([&] { tail->apply(d.get(), s); });
-  fill_random(a.get(), p.dtype_a, int64_t(ea), 0x7157, Distribution::Normal, 1.0, s);
-  fill_random(b.get(), p.dtype_b, int64_t(eb), 0x7158, Distribution::Normal, 1.0, s);
-  const std::vector<TrialStats> times = time_alternating(timed, gpu, warmup, trials);
-  for (size_t j = 0; j < live.size(); ++j) record_times(out[live[j]], times[j]);
-  if (timed.size() > live.size()) {
-    const double pass_ms = times.back().median_ms;
+  std::vector<std::function<void()>> extra;
+  if (tail) extra.push_back([&] { tail->apply(d.get(), s); });
+  const std::vector<TrialStats> extra_times = time_survivors(cands, out, args, gpu, warmup, trials, [&] {
+    fill_random(a.get(), p.dtype_a, int64_t(ea), 0x7157, Distribution::Normal, 1.0, s);
+    fill_random(b.get(), p.dtype_b, int64_t(eb), 0x7158, Distribution::Normal, 1.0, s);
+  }, std::move(extra));
+  if (!extra_times.empty()) {
+    const double pass_ms = extra_times.back().median_ms;
     // FACT's tail pass is an interpreter, several times slower than a memory pass; an ATen
     // elementwise kernel runs near the copy bandwidth. So the vendor path is charged its
     // measured GEMM (the candidate's time less the measured pass) plus one pass per node at
@@ -200,9 +164,8 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
       (*verification)["tail_pass_ms"] = pass_ms;
       (*verification)["aten_tail_ms"] = aten_ms;
     }
-    for (size_t i : live) {
-      auto& o = out[i];
-      if (o.impl != std::string("vendor")) continue;
+    for (auto& o : out) {
+      if (o.status != "ok" || o.impl != std::string("vendor")) continue;
       const double shift = aten_ms - pass_ms;
       o.median_ms = std::max(0.0, o.median_ms + shift);
       o.min_ms = std::max(0.0, o.min_ms + shift);
