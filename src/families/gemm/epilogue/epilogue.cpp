@@ -41,12 +41,6 @@ Expr call(const std::string& op, const std::vector<Expr>& args) {
 // A number argument (int or float), or nullopt (also for an argument not given).
 std::optional<double> number(const Arg* a) { return a ? a->number() : std::nullopt; }
 
-// Argument `i` or kwarg `key` of a node, or nullptr.
-const Arg* arg(const Node& n, size_t i, const char* key) {
-  if (i < n.args.size()) return &n.args[i];
-  return n.kwarg(key);
-}
-
 struct NotFusable {
   std::string reason;
 };
@@ -192,7 +186,7 @@ class Builder {
     auto x = [&] { return operand(n, n.args.at(0)); };
     auto y = [&] { return operand(n, n.args.at(1)); };
     auto number_or = [&](size_t i, const char* key, double dflt) {
-      const Arg* a = arg(n, i, key);
+      const Arg* a = n.arg_or_kwarg(i, key);
       if (!a || a->is<graph::None>()) return dflt;
       auto v = number(a);
       if (!v) throw NotFusable{fmt::format("%{}: {} has a tensor {}", n.name, op, key)};
@@ -224,14 +218,14 @@ class Builder {
         return call(name, {x(), scalar(number_or(1, "min_val", -1.0)), scalar(number_or(2, "max_val", 1.0))});
       case EpilogueOpKind::clamp: {
         std::vector<Expr> args{x()};
-        const Arg* lo = arg(n, 1, "min");
-        const Arg* hi = arg(n, 2, "max");
+        const Arg* lo = n.arg_or_kwarg(1, "min");
+        const Arg* hi = n.arg_or_kwarg(2, "max");
         args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
         args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
         return call(name, args);
       }
       case EpilogueOpKind::pow: {
-        auto v = number(arg(n, 1, "exponent"));
+        auto v = number(n.arg_or_kwarg(1, "exponent"));
         if (!v) throw NotFusable{fmt::format("%{}: pow with a non-scalar exponent", n.name)};
         return call(name, {x(), scalar(*v)});
       }
