@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/cost_model.h"
+#include "families/gemm/epilogue/program.h"
 #include "families/gemm/epilogue/idiom.h"
 #include "discover/pattern.h"
 #include "graph/text.h"
@@ -144,7 +145,7 @@ class Builder {
     for (const auto& [name, slot] : external_order_)
       if (name == v) return slot;
     for (size_t i = 0; i < pending_.size(); ++i)
-      if (pending_[i].first == v) return fmt::format("c{}", external_order_.size() + i);
+      if (pending_[i].first == v) return realize::epilogue_input_name(external_order_.size() + i);
     return "c?";
   }
 
