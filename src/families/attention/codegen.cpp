@@ -1,6 +1,6 @@
 #include "families/attention/codegen.h"
 
-#include "families/gemm/codegen.h"
+#include "engine/kernel_template.h"
 #include "engine/embedded_templates.h"
 
 namespace fact::realize {
@@ -8,9 +8,10 @@ namespace fact::realize {
 namespace {
 const char* cuda_element(DType d) {
   switch (d) {
-    case DType::F32: return "float";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::F16: return "__half";
+    case DType::f32: return "float";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::f16: return "__half";
+    default: break;  // no kernel computes in another dtype
   }
   return "?";
 }

@@ -10,10 +10,10 @@ namespace fact::realize {
 std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why) {
   why.clear();
   AttentionFamily f{"", p.dtype, int(p.head_dim), p.mask};
-  if (p.dtype == DType::F32) {
+  if (p.dtype == DType::f32) {
     f.math = policy == Precision::fp32 ? "3xtf32" : policy == Precision::tf32 ? "tf32" : "bf16";
   } else {
-    f.math = p.dtype == DType::BF16 ? "bf16" : "f16";
+    f.math = p.dtype == DType::bf16 ? "bf16" : "f16";
   }
   if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128) {
     why = fmt::format("head dim {} is not built (the attention kernels have head dims 64, 96 and 128): the ATen path runs",
@@ -130,7 +130,7 @@ std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, co
 }
 
 namespace {
-const char* io_token(DType d) { return d == DType::F32 ? "f32" : d == DType::BF16 ? "bf16" : "f16"; }
+const char* io_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : "f16"; }
 const char* mask_token(MaskKind m) { return m == MaskKind::none ? "nomask" : m == MaskKind::causal ? "causal"
                                           : m == MaskKind::additive ? "additive" : m == MaskKind::keep ? "keep" : "drop"; }
 }  // namespace

@@ -91,7 +91,7 @@ BuildResult build_one(const AttentionProblem& p, Precision policy) {
 AttentionProblem mingpt_causal() {  // q/k/v views of [B, T, 3C], O merged [B, T, C]
   AttentionProblem p;
   p.batch = 2; p.heads = p.kv_heads = 4; p.seq_q = p.seq_k = 128; p.head_dim = 96;
-  p.dtype = DType::F32;
+  p.dtype = DType::f32;
   p.scale = 0.1020620726;
   p.mask = MaskKind::causal;
   p.q = p.k = p.v = {128 * 1152, 96, 1152};
@@ -103,7 +103,7 @@ AttentionProblem mingpt_causal() {  // q/k/v views of [B, T, 3C], O merged [B, T
 AttentionProblem gqa_additive_bf16() {  // 8 query heads over 2 K/V heads; the mask broadcast over heads
   AttentionProblem p;
   p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = 96; p.seq_k = 160; p.head_dim = 64;
-  p.dtype = DType::BF16;
+  p.dtype = DType::bf16;
   p.scale = 0.125;
   p.mask = MaskKind::additive;
   p.q = p.o = {8 * 96 * 64, 96 * 64, 64};
