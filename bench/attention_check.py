@@ -1,4 +1,4 @@
-"""Kernel-level check of the fused-attention templates (src/realize/templates/attention_sm80.cu.in
+"""Kernel-level check of the fused-attention templates (src/families/attention/templates/attention_sm80.cu.in
 and, with --sm90, attention_sm90.cu.in).
 
 Renders a few configurations, compiles each into a shared library with nvcc, then (on a GPU)
@@ -34,8 +34,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
-TEMPLATE = ROOT / "src/realize/templates/attention_sm80.cu.in"
-ABI = ROOT / "src/realize/attention_abi.h"
+TEMPLATE = ROOT / "src/families/attention/templates/attention_sm80.cu.in"
+ABI = ROOT / "src/families/attention/abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
 ELEMENTS = {"f32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
 
@@ -78,7 +78,7 @@ def build(cfg, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path, float,
 
 # ------------------------------------------------------------------ sm90 (WGMMA + TMA) kernels
 
-TEMPLATE_SM90 = ROOT / "src/realize/templates/attention_sm90.cu.in"
+TEMPLATE_SM90 = ROOT / "src/families/attention/templates/attention_sm90.cu.in"
 CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/cutlass/include"))
 
 

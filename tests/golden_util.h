@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/file_io.h"
+#include "base/file_io.h"
 
 namespace fact::test {
 

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/file_io.h"
+#include "base/file_io.h"
 #include "discover/plan.h"
 #include "graph/io.h"
 

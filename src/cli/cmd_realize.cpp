@@ -1,6 +1,6 @@
 // `factc realize plan.json -o realized.json --policy tf32`: stage 2 (docs/04-realization.md).
 #include "cli/commands.h"
-#include "realize/realize.h"
+#include "engine/realize.h"
 
 namespace fact::cli {
 

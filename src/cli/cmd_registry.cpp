@@ -4,10 +4,10 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/file_io.h"
-#include "common/json_format.h"
-#include "realize/build.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/json_format.h"
+#include "engine/build.h"
 #include "registry/registry.h"
 
 namespace fact::cli {

@@ -1,12 +1,12 @@
-// `factc rules`: every registered rule with its PyTorch meaning and kernel family.
+// `factc rules`: every registered rule with its PyTorch meaning and kernel family, then what
+// each family adds to its rules (families/family.h, Family::describe).
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "discover/epilogue.h"
-#include "discover/idiom.h"
 #include "discover/registry.h"
+#include "families/family.h"
 
 namespace fact::cli {
 
@@ -16,14 +16,7 @@ void add_rules_command(CLI::App& app) {
     for (const discover::Rule& r : discover::builtin_rules().rules())
       std::cout << fmt::format("{}\n  meaning: {}\n  kernel family: {}\n  tests: {}\n", r.name,
                                r.meaning, r.kernel_family, r.tests);
-    std::cout << "epilogue (the elementwise tail after a gemm pattern, fused into its kernel's epilogue as an EVT)\n"
-                 "  tests: tests/golden/discover/epilogue_*.txt, tests/realize/test_evt_codegen.cpp\n  ops:\n";
-    for (const discover::EpilogueOp& op : discover::epilogue_ops())
-      std::cout << fmt::format("    {:<26} {:<11} {}\n", op.aten, op.name, op.meaning);
-    std::cout << "  idioms (written-out forms computed as one op; src/discover/idioms/):\n";
-    for (const discover::Idiom& i : discover::epilogue_idioms())
-      std::cout << fmt::format("    {:<26} -> {:<8} {} (forms: {}; tests: {})\n", i.name, i.op, i.meaning,
-                               i.forms.size(), i.tests);
+    for (const families::Family* f : families::families()) f->describe(std::cout);
   });
 }
 

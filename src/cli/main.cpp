@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/version.h"
+#include "base/error.h"
+#include "base/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"factc: find the subgraphs of a PyTorch graph that CUTLASS kernels do better, "

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <set>
 
-#include "common/error.h"
-#include "common/file_io.h"
-#include "common/process.h"
-#include "realize/attention_problem.h"
-#include "realize/toolchain.h"
+#include "base/error.h"
+#include "base/file_io.h"
+#include "base/process.h"
+#include "engine/toolchain.h"
+#include "families/family.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -29,52 +29,7 @@ json find_candidate(const json& pattern, const std::string& kernel) {
   return nullptr;
 }
 
-bool positive_int(const json& v) { return v.is_number_integer() && v.get<long long>() > 0; }
-
-// What the runtime needs of an attention pattern it binds to a kernel (the problem of
-// docs/05-composition.md, "Attention kernels"): sizes, grouped heads, a known mask kind
-// with its operand exactly when the kernel reads a mask tensor, q/k/v operands, O's
-// strides and layout. Throws Error naming the pattern and what is wrong.
-void check_attention(const std::string& id, const json& pat) {
-  const json& p = pat.at("problem");
-  const auto bad = [&](const std::string& what) {
-    return Error("plan pattern " + id + " (attention): " + what);
-  };
-  for (const char* k : {"batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim"}) {
-    if (!positive_int(p.value(k, json()))) throw bad(std::string(k) + " must be a positive integer");
-  }
-  if (p.at("heads").get<long long>() % p.at("kv_heads").get<long long>() != 0) {
-    throw bad("heads is not a multiple of kv_heads");
-  }
-  if (!p.value("scale", json()).is_number()) throw bad("scale must be a number");
-  static const std::set<std::string> dtypes{"float32", "bfloat16", "float16"};
-  if (!dtypes.count(p.value("dtype", ""))) throw bad("dtype " + p.value("dtype", json()).dump() + " is not float32, bfloat16 or float16");
-  static const std::set<std::string> masks{"none", "causal", "additive", "keep", "drop"};
-  static const std::set<std::string> tensor_masks{"additive", "keep", "drop"};
-  const std::string mask = p.value("mask", "");
-  if (!masks.count(mask)) throw bad("unknown mask kind " + p.value("mask", json()).dump());
-  const json& ops = pat.at("operands");
-  for (const char* r : {"q", "k", "v"}) {
-    if (!ops.contains(r)) throw bad(std::string("operand ") + r + " is missing");
-  }
-  if (tensor_masks.count(mask) != ops.contains("mask")) {
-    throw bad("mask kind " + mask + (tensor_masks.count(mask) ? " needs a mask operand" : " takes no mask operand"));
-  }
-  const json so = p.contains("strides") ? p.at("strides").value("o", json()) : json();
-  if (!so.is_array() || so.size() != 3 || !std::all_of(so.begin(), so.end(), [](const json& s) { return s.is_number_integer(); })) {
-    throw bad("strides.o must be three integer strides (batch, head, row)");
-  }
-  // Any order of b, h, t: strides.o says where O lands (nn.MultiheadAttention's is tbhd).
-  if (!realize::valid_output_layout(p.value("output_layout", ""))) {
-    throw bad("output_layout must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...)");
-  }
-}
-
 }  // namespace
-
-std::string kernel_abi(const json& problem) {
-  return problem.is_object() && problem.value("kind", "") == "attention" ? "attention" : "gemm";
-}
 
 namespace {
 void compose(const ComposeOptions& opt);
@@ -122,11 +77,13 @@ void compose(const ComposeOptions& opt) {
     if (r.value("problem", json()) != pat.at("problem")) {
       throw Error("realized.json's pattern " + id + " solved another problem than the plan's: was it made from this plan?");
     }
-    const std::string abi = kernel_abi(pat.at("problem"));
-    if ((pat.value("rule", "") == "attention") != (abi == "attention")) {
+    // The family of the pattern's rule must be the one its problem's kind names.
+    const families::Family* family = families::family_of_pattern(pat);
+    if (!family || family != families::family_of_problem(pat.at("problem"))) {
       throw Error("plan pattern " + id + ": rule " + pat.value("rule", json()).dump() + " with a problem of kind " +
                   pat.at("problem").value("kind", json()).dump());
     }
+    const std::string abi(family->name());
     json m{{"id", id}, {"rule", pat.value("rule", "")}, {"abi", abi}, {"nodes", pat.at("nodes")},
            {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
            {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
@@ -148,23 +105,8 @@ void compose(const ComposeOptions& opt) {
       m["max_rel_err"] = w.value("max_rel_err", json());  // null for a timed-only vendor bound
       m["time_ms"] = w.at("median_ms");
       if (w.at("impl") == "cutlass") {
-        if (abi == "attention") {
-          check_attention(id, pat);
-          if (r.value("fused", false)) throw Error("realized.json fused a tail into attention pattern " + id + ": attention kernels have none");
-          if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
-        }
-        // A fused winner computes the tail too: the pattern then spans the tail's nodes and
-        // writes the tail's output, and the runtime passes the tail's inputs.
-        if (r.value("fused", false)) {
-          const json& e = pat.at("epilogue");
-          if (!e.is_object()) throw Error("realized.json fused pattern " + id + ", but the plan has no epilogue for it");
-          for (const auto& n : e.at("nodes")) m["nodes"].push_back(n);
-          m["output"] = e.at("output");
-          m["epilogue"] = e;
-          m["fused"] = true;
-        }
-        // An attention kernel's symbol is its name unless realize says otherwise.
-        m["symbol"] = abi == "attention" && !w.contains("symbol") ? w.at("kernel") : w.at("symbol");
+        // What the runtime binds, checked and completed by the family (symbol, fused tail).
+        family->compose_winner(id, pat, r, w, m);
         m["workspace_bytes"] = w.value("workspace_bytes", 0);
         if (w.contains("runtime")) m["runtime"] = w.at("runtime");
         // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).

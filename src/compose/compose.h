@@ -14,21 +14,28 @@ struct ComposeOptions {
 
 /// Writes output/{manifest.json, libfact_kernels.so, graph.json, report.md}. Patterns whose
 /// winner is the vendor path (or that have no winner) stay ATen. Every manifest pattern names
-/// its kernel ABI ("abi": kernel_abi of its problem). Throws fact::Error when realized.json
-/// has no GPU results (nothing was verified: nothing may be composed), when it does not match
-/// the plan, when a pattern's rule and problem kind disagree, when an attention pattern with
-/// a FACT winner lacks what the runtime binds (sizes, grouped heads, mask kind and operand,
-/// q/k/v operands, strides.o, output layout) or its object, or when linking fails.
+/// its kernel ABI ("abi": the name of its family, families/family.h). Throws fact::Error
+/// when realized.json has no GPU results (nothing was verified: nothing may be composed),
+/// when it does not match the plan, when a pattern's rule and problem kind name different
+/// families, when a FACT winner lacks what the runtime binds (Family::compose_winner: for
+/// attention the problem as realization reads it, the q/k/v operands, the mask operand, an
+/// object), or when linking fails.
 void run_compose(const ComposeOptions& options);
 
 /// The entry of `list` (plan, realized.json or manifest patterns) whose "id" is `id`, or
 /// null.
 nlohmann::json find_by_id(const nlohmann::json& list, const std::string& id);
 
-/// The kernel C ABI a problem's kernels export: "attention" (FactAttentionArgs,
-/// src/realize/attention_abi.h) for problems of kind "attention", else "gemm" (FactGemmArgs,
-/// src/realize/kernel_abi.h). The manifest's "abi" of each pattern.
-std::string kernel_abi(const nlohmann::json& problem);
+/// The fastest verified FACT kernel and vendor candidate of a realized pattern, and why the
+/// first FACT kernel was quarantined: what the report says when a pattern stays ATen.
+/// The pointers point into the realized pattern outcome_of was given.
+struct Outcome {
+  const nlohmann::json* best_cutlass = nullptr;
+  const nlohmann::json* best_vendor = nullptr;
+  std::string first_reason;
+  int cutlass = 0;  // FACT kernels among the candidates
+};
+Outcome outcome_of(const nlohmann::json& realized_pattern);
 
 /// The report (markdown) for a plan and its realization; `manifest` gives the choices.
 std::string render_report(const nlohmann::json& plan, const nlohmann::json& realized,

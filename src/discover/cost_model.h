@@ -2,7 +2,7 @@
 // whether compute or memory bounds it, and how much a FACT kernel can gain over ATen.
 #pragma once
 
-#include "common/precision.h"
+#include "base/precision.h"
 
 #include <cstdint>
 #include <string>

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "discover/cost_model.h"
-#include "discover/epilogue.h"
+#include "families/gemm/epilogue/epilogue.h"
 #include "discover/registry.h"
 #include "graph/graph.h"
 

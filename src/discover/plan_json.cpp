@@ -1,8 +1,8 @@
 // Plan JSON writer, exactly as docs/03-rules.md specifies.
 #include "discover/plan.h"
 
-#include "common/json_format.h"
-#include "common/version.h"
+#include "base/json_format.h"
+#include "base/version.h"
 
 namespace fact::discover {
 

@@ -93,7 +93,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
   //     node belongs to at most one tail.
   std::map<std::string, std::string> in_tail_of;  // node -> pattern id
   for (Pattern& p : plan.patterns) {
-    if (p.rule != "gemm") continue;
+    if (!rules.find(p.rule)->takes_tail) continue;
     EpilogueSearch found = find_epilogue(index, p.output);
     p.epilogue_stop = found.stop;
     if (!found.epilogue) continue;

@@ -1,6 +1,6 @@
 #include "discover/registry.h"
 
-#include "common/error.h"
+#include "base/error.h"
 
 namespace fact::discover {
 

@@ -30,6 +30,10 @@ struct Rejection {
   std::string reason;
 };
 
+/// Throws the Rejection `reason`: a rule's helpers call it where a constraint fails, and the
+/// rule's match function returns what it caught (rule_match catches it for them).
+[[noreturn]] inline void reject(std::string reason) { throw Rejection{std::move(reason)}; }
+
 /// The node is not one the rule is about (another op).
 struct NotApplicable {};
 
@@ -44,10 +48,13 @@ struct MatchContext {
 struct Rule {
   std::string_view name;           // "gemm": plan key, `factc rules` row
   std::string_view meaning;        // the PyTorch semantics it implements
-  std::string_view kernel_family;  // what realize generates ("cutlass.gemm")
+  std::string_view kernel_family;  // the family that realizes its patterns (families/family.h): "gemm"
   std::string_view tests;          // where its tests live
   /// Tries to match the subgraph rooted at (ending in) `node`.
   MatchResult (*match)(const MatchContext& ctx, const graph::Node& node) = nullptr;
+  /// Its kernel can compute the elementwise tail after its output (the planner then looks
+  /// for the tail, find_epilogue, and realization fuses it into the kernel's epilogue).
+  bool takes_tail = false;
 };
 
 }  // namespace fact::discover

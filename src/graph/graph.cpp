@@ -2,9 +2,14 @@
 
 #include <set>
 
-#include "common/error.h"
+#include "base/error.h"
 
 namespace fact::graph {
+
+const Arg* Node::arg_or_kwarg(size_t i, std::string_view key) const {
+  if (i < args.size()) return &args[i];
+  return kwarg(key);
+}
 
 const Arg* Node::kwarg(std::string_view key) const {
   for (const auto& [k, v] : kwargs)

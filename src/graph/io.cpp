@@ -1,7 +1,7 @@
 #include "graph/io.h"
 
-#include "common/error.h"
-#include "common/file_io.h"
+#include "base/error.h"
+#include "base/file_io.h"
 #include "graph/json.h"
 #include "graph/text.h"
 

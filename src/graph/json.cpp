@@ -3,10 +3,10 @@
 #include <cmath>
 #include <limits>
 
-#include "common/error.h"
-#include "common/nesting.h"
-#include "common/json_format.h"
-#include "common/version.h"
+#include "base/error.h"
+#include "base/nesting.h"
+#include "base/json_format.h"
+#include "base/version.h"
 
 namespace fact::graph {
 namespace {

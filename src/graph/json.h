@@ -19,7 +19,7 @@ Graph graph_from_json_string(std::string_view text);
 
 /// The graph as JSON (keys in the order of docs/02).
 nlohmann::ordered_json graph_to_json(const Graph& graph);
-/// graph_to_json as readable text (common/json_format.h) with a final newline.
+/// graph_to_json as readable text (base/json_format.h) with a final newline.
 std::string graph_to_json_string(const Graph& graph);
 
 /// One argument value as JSON and back (shared with other writers). arg_from_json throws

@@ -4,8 +4,8 @@
 #include <limits>
 #include <set>
 
-#include "common/error.h"
-#include "common/nesting.h"
+#include "base/error.h"
+#include "base/nesting.h"
 #include "graph/text.h"
 
 namespace fact::graph {

@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "common/error.h"
+#include "base/error.h"
 
 namespace fact::graph {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <ctime>
 
-#include "common/error.h"
-#include "common/hash.h"
+#include "base/error.h"
+#include "base/hash.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -2,7 +2,7 @@
 // enum constants, kwargs order, and error messages with a JSON path.
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "graph/json.h"
 
 namespace fact::graph {

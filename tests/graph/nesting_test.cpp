@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "common/error.h"
-#include "common/nesting.h"
+#include "base/error.h"
+#include "base/nesting.h"
 #include "graph/json.h"
 #include "graph/text.h"
 

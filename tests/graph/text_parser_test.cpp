@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "graph/text.h"
 
 namespace fact::graph {

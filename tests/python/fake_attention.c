@@ -1,5 +1,5 @@
 /* A host-memory stand-in for generated attention kernels (tests/python): the ABI of
- * src/realize/attention_abi.h with float32 Q/K/V/O and head_dim 8, the ABI's formula
+ * src/families/attention/abi.h with float32 Q/K/V/O and head_dim 8, the ABI's formula
  * evaluated naively in double. Like a real kernel, can_implement wants 16-byte aligned
  * pointers and strides that are multiples of 4 elements, and a mask tensor exactly when the
  * kernel's mask kind reads one; run wants a 64-byte workspace (else the unlisted code 7).
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "attention_abi.h"
+#include "attention/abi.h"
 
 #define OFF(f) offsetof(FactAttentionArgs, f)
 static const size_t offsets[] = {

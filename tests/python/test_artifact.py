@@ -28,7 +28,7 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 # CPU tensors before calling it): enough to see whether the library was opened and bound.
 _STUB = r"""
 #include <stddef.h>
-#include "kernel_abi.h"
+#include "gemm/abi.h"
 int stub_can_implement(const FactGemmArgs* a) { return 1; }
 size_t stub_workspace_bytes(const FactGemmArgs* a) { return 0; }
 int stub_run(const FactGemmArgs* a, void* w, size_t n, void* s) { return 1; }
@@ -65,7 +65,7 @@ def artifact(tmp_path, build_c_library, fake_factc) -> tuple[str, nn.Module, tor
     ep = export_program(model, [x])
     src = tmp_path / "stub.c"
     src.write_text(_STUB)
-    lib = build_c_library("kernel_abi.h", str(src), "libstub.so")
+    lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
     art = write_artifact(tmp_path, graph_from_program(ep), [_pattern()], lib)
     save_params({**ep.state_dict, **ep.constants}, art)
     fact.environment.write_environment(art, H200)

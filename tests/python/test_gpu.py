@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 # A naive CUDA GEMM with the FACT ABI: float32, A row-major, B column-major, bias along N.
 _CUDA_KERNEL = r"""
-#include "kernel_abi.h"
+#include "gemm/abi.h"
 #include <cuda_runtime.h>
 __global__ void gemm(FactGemmArgs p) {
   long j = blockIdx.x * (long)blockDim.x + threadIdx.x, i = blockIdx.y, l = blockIdx.z;
@@ -46,15 +46,15 @@ extern "C" const char* gk_name(void) { return "naive_cuda_gemm_f32_tn"; }
 
 
 def _nvcc_library(tmp_path, repo_root: str, source: str, name: str, lib) -> None:
-    """Writes CUDA `source` to tmp_path/name and compiles it against src/realize's ABI
-    headers into the shared library `lib`; skips the test without nvcc."""
+    """Writes CUDA `source` to tmp_path/name and compiles it against the families' ABI
+    headers (src/families/<name>/abi.h) into the shared library `lib`; skips the test without nvcc."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.isfile(nvcc):
         pytest.skip("needs nvcc")
     src = tmp_path / name
     src.write_text(source)
     subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
-                    "-I", os.path.join(repo_root, "src", "realize"), str(src),
+                    "-I", os.path.join(repo_root, "src", "families"), str(src),
                     "-o", str(lib)], check=True)
 
 
@@ -100,7 +100,7 @@ def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
 # A naive CUDA attention kernel with the FACT attention ABI: float32, head_dim <= 128, causal
 # (symbols fa_causal_*, as tests/python/attention_cases.py names them).
 _CUDA_ATTENTION = r"""
-#include "attention_abi.h"
+#include "attention/abi.h"
 #include <cuda_runtime.h>
 #include <math.h>
 __global__ void attn(FactAttentionArgs a) {

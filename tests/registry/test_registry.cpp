@@ -2,8 +2,8 @@
 // import, and a damaged database file rebuilt rather than fatal.
 #include <gtest/gtest.h>
 
-#include "common/error.h"
-#include "common/file_io.h"
+#include "base/error.h"
+#include "base/file_io.h"
 #include "registry/registry.h"
 
 namespace fs = std::filesystem;

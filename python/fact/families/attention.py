@@ -4,7 +4,7 @@ kernel is called, and the checks particular to attention (docs/05-composition.md
 
 A manifest entry with ``"abi": "attention"`` (rule ``attention``, problem kind ``attention``)
 replaces a whole attention subgraph with one kernel taking :class:`FactAttentionArgs`
-(``src/realize/attention_abi.h``). The custom op's inputs are q, k, v (and the mask tensor)
+(``src/families/attention/abi.h``). The custom op's inputs are q, k, v (and the mask tensor)
 first, read in place with their actual strides (:meth:`AttentionCall.args`), so the per-call
 check is only that their last dimension is contiguous and the mask broadcasts
 (:meth:`AttentionCall.check`). Checked once when an artifact loads:
@@ -43,7 +43,7 @@ FACT_ATTN_FLAG_EMPTY_ROW_ZERO = 1
 
 
 class FactAttentionArgs(ctypes.Structure):
-    """``FactAttentionArgs`` of ``src/realize/attention_abi.h`` (strides in elements).
+    """``FactAttentionArgs`` of ``src/families/attention/abi.h`` (strides in elements).
 
     ``O[b, h, i, :] = softmax_j(scale · Q[b, h, i, :]·K[b, g(h), j, :] + mask(b, h, i, j))
     · V[b, g(h), :, :]`` with ``g(h) = h / (heads / kv_heads)``. Q is ``[batch, heads,

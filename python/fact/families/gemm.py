@@ -2,7 +2,7 @@
 
 A manifest entry with ``"abi": "gemm"`` (rule ``gemm``, problem kind ``gemm``) is a GEMM,
 possibly with a fused elementwise tail (``"fused": true``, docs/05-composition.md, "Fused
-epilogues"). Its kernels take :class:`FactGemmArgs` (``src/realize/kernel_abi.h``); the
+epilogues"). Its kernels take :class:`FactGemmArgs` (``src/families/gemm/abi.h``); the
 custom op's inputs are a, b, bias first, then the tail's inputs. Arguments come from the
 manifest problem's sizes and leading dimensions, so every operand must have the plan's
 strides exactly and be 16-byte aligned (:meth:`GemmCall.check`); the tail's input ``cN``
@@ -30,7 +30,7 @@ STATUS_BASE = 100
 
 
 class FactGemmArgs(ctypes.Structure):
-    """``FactGemmArgs`` of ``src/realize/kernel_abi.h`` (sizes and strides in elements).
+    """``FactGemmArgs`` of ``src/families/gemm/abi.h`` (sizes and strides in elements).
 
     D = alpha·(A·B) + beta·bias; pointers are device pointers, ``bias`` may be NULL.
     ``epi[i]`` is the external input ``c{i}`` of a fused elementwise tail (NULL when unused);

@@ -1,7 +1,7 @@
 """The attention family (python/fact/families/attention.py) in the runtime, on CPU: FactAttentionArgs is filled from the
 actual q/k/v strides and the problem's output strides, and the runtime path runs end to end
 against a host-memory stand-in attention library (tests/python/fake_attention.c, built from
-src/realize/attention_abi.h) that computes attention through the ABI."""
+src/families/attention/abi.h) that computes attention through the ABI."""
 
 from __future__ import annotations
 

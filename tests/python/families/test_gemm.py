@@ -1,5 +1,5 @@
 """The GEMM family (python/fact/families/gemm.py) in the runtime, on CPU: the kernel path
-works against a host-memory stand-in library built from src/realize/kernel_abi.h, with and
+works against a host-memory stand-in library built from src/families/gemm/abi.h, with and
 without a fused elementwise tail."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from fact.runtime import ArtifactError, load
 # batches epi_batch_stride[0] apart).
 _FAKE_KERNEL = r"""
 #include <stddef.h>
-#include "kernel_abi.h"
+#include "gemm/abi.h"
 size_t fk_sizeof_args(void) { return sizeof(FactGemmArgs); }
 size_t fk_offsetof_epi(void) { return offsetof(FactGemmArgs, epi); }
 size_t fk_offsetof_epi_batch_stride(void) { return offsetof(FactGemmArgs, epi_batch_stride); }
@@ -94,7 +94,7 @@ class _Linear(nn.Module):
 def fake_library(tmp_path, build_c_library) -> str:
     src = tmp_path / "fake.c"
     src.write_text(_FAKE_KERNEL)
-    return build_c_library("kernel_abi.h", str(src), "libfake.so")
+    return build_c_library("gemm/abi.h", str(src), "libfake.so")
 
 
 def _cutlass_artifact(tmp_path, lib: str, beta: float = 1.0,

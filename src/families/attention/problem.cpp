@@ -1,0 +1,169 @@
+#include "families/attention/problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "base/error.h"
+
+using nlohmann::json;
+
+namespace fact::realize {
+
+namespace {
+
+int64_t extent(int64_t b, int64_t h, int64_t t, int64_t cols, const AttentionStrides& s) {
+  return (b - 1) * s.batch + (h - 1) * s.head + (t - 1) * s.row + cols;
+}
+
+[[noreturn]] void bad(const std::string& field, const std::string& what) {
+  throw Error("plan problem (attention): field '" + field + "' " + what);
+}
+
+const json& required(const json& j, const std::string& name, const std::string& path) {
+  if (!j.is_object() || !j.contains(name)) bad(path, "is missing");
+  return j.at(name);
+}
+
+int64_t integer(const json& v, const std::string& path) {
+  if (!v.is_number_integer()) bad(path, "must be an integer, got " + v.dump());
+  return v.get<int64_t>();
+}
+
+int64_t positive(const json& j, const char* name) {
+  const int64_t v = integer(required(j, name, name), name);
+  if (v <= 0) bad(name, "must be positive, got " + std::to_string(v));
+  return v;
+}
+
+std::string string_field(const json& j, const char* name) {
+  const json& v = required(j, name, name);
+  if (!v.is_string()) bad(name, "must be a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+AttentionStrides strides_of(const json& v, const std::string& path) {
+  if (!v.is_array() || v.size() != 3) bad(path, "must be [batch, head, row] strides, got " + v.dump());
+  AttentionStrides s;
+  int64_t* out[3] = {&s.batch, &s.head, &s.row};
+  for (int i = 0; i < 3; ++i) {
+    *out[i] = integer(v.at(i), path + "[" + std::to_string(i) + "]");
+    if (*out[i] < 0) bad(path, "has a negative stride: " + v.dump());
+  }
+  return s;
+}
+
+// No two elements of a tensor of `sizes` with `strides` share memory: ordered by stride,
+// each dimension of size > 1 steps past everything the smaller ones span.
+bool non_overlapping(const std::vector<std::pair<int64_t, int64_t>>& size_stride) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (auto [size, stride] : size_stride) if (size > 1) dims.push_back({stride, size});
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // largest offset the smaller dimensions reach
+  for (auto [stride, size] : dims) {
+    if (stride <= span) return false;
+    span += (size - 1) * stride;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t AttentionProblem::extent_q() const { return extent(batch, heads, seq_q, head_dim, q); }
+int64_t AttentionProblem::extent_k() const { return extent(batch, kv_heads, seq_k, head_dim, k); }
+int64_t AttentionProblem::extent_v() const { return extent(batch, kv_heads, seq_k, head_dim, v); }
+int64_t AttentionProblem::extent_o() const { return extent(batch, heads, seq_q, head_dim, o); }
+int64_t AttentionProblem::extent_mask() const {
+  return mask_has_tensor(mask) ? extent(batch, heads, seq_q, seq_k, mask_strides) : 0;
+}
+std::size_t AttentionProblem::mask_bytes() const {
+  return mask == MaskKind::additive ? dtype_bytes(dtype) : mask_has_tensor(mask) ? 1 : 0;
+}
+
+double AttentionProblem::flops() const {
+  // Pairs (i, j) that take part: causal keeps j <= i (top-left aligned).
+  double pairs = double(seq_q) * double(seq_k);
+  if (mask == MaskKind::causal) {
+    const double tq = double(seq_q), tk = double(seq_k);
+    const double full = std::max(0.0, tq - tk);  // rows i >= Tk see every key
+    const double tri = std::min(tq, tk);         // rows 0..min-1 see i + 1 keys
+    pairs = tri * (tri + 1) / 2 + full * tk;
+  }
+  return 4.0 * pairs * double(head_dim) * double(batch) * double(heads);
+}
+
+bool valid_output_layout(const std::string& layout) {
+  if (layout.size() != 4 || layout[3] != 'd') return false;
+  std::string outer = layout.substr(0, 3);
+  std::sort(outer.begin(), outer.end());
+  return outer == "bht";
+}
+
+AttentionProblem attention_problem_from_json(const json& j) {
+  if (!j.is_object()) throw Error("plan problem (attention): not an object: " + j.dump());
+  if (string_field(j, "kind") != "attention") bad("kind", "is not 'attention'");
+  AttentionProblem p;
+  p.batch = positive(j, "batch");
+  p.heads = positive(j, "heads");
+  p.kv_heads = positive(j, "kv_heads");
+  p.seq_q = positive(j, "seq_q");
+  p.seq_k = positive(j, "seq_k");
+  p.head_dim = positive(j, "head_dim");
+  if (p.heads % p.kv_heads != 0) {
+    bad("kv_heads", "= " + std::to_string(p.kv_heads) + " does not divide heads = " + std::to_string(p.heads));
+  }
+  const std::string dtype = string_field(j, "dtype");
+  if (dtype == "float32") p.dtype = DType::f32;
+  else if (dtype == "bfloat16") p.dtype = DType::bf16;
+  else if (dtype == "float16") p.dtype = DType::f16;
+  else bad("dtype", "must be float32, bfloat16 or float16, got '" + dtype + "'");
+  const json& scale = required(j, "scale", "scale");
+  if (!scale.is_number() || !std::isfinite(scale.get<double>())) bad("scale", "must be a finite number, got " + scale.dump());
+  p.scale = scale.get<double>();
+  const std::string mask = string_field(j, "mask");
+  const std::optional<MaskKind> mask_kind = mask_from_name(mask);
+  if (!mask_kind) bad("mask", "must be none, causal, additive, keep or drop, got '" + mask + "'");
+  p.mask = *mask_kind;
+  p.output_layout = string_field(j, "output_layout");
+  if (!valid_output_layout(p.output_layout)) {
+    bad("output_layout", "must be an order of b, h, t followed by d (bhtd, bthd, tbhd, ...), got '" + p.output_layout + "'");
+  }
+
+  if (j.contains("form")) {
+    if (!j.at("form").is_string()) bad("form", "must be a string, got " + j.at("form").dump());
+    p.form = j.at("form").get<std::string>();
+  }
+
+  const json& strides = required(j, "strides", "strides");
+  if (!strides.is_object()) bad("strides", "must be an object, got " + strides.dump());
+  p.q = strides_of(required(strides, "q", "strides.q"), "strides.q");
+  p.k = strides_of(required(strides, "k", "strides.k"), "strides.k");
+  p.v = strides_of(required(strides, "v", "strides.v"), "strides.v");
+  p.o = strides_of(required(strides, "o", "strides.o"), "strides.o");
+  const json mask_strides = strides.contains("mask") ? strides.at("mask") : json();
+  if (mask_has_tensor(p.mask)) {
+    if (mask_strides.is_null()) bad("strides.mask", "is null, but mask '" + mask + "' reads a tensor");
+    p.mask_strides = strides_of(mask_strides, "strides.mask");
+  } else if (!mask_strides.is_null()) {
+    bad("strides.mask", "must be null for mask '" + mask + "' (no mask tensor), got " + mask_strides.dump());
+  }
+
+  // Rows of Q, K and V do not overlap; O's elements are distinct.
+  auto check_rows = [&](const AttentionStrides& s, int64_t rows, const char* name) {
+    if (rows > 1 && s.row < p.head_dim) {
+      bad(std::string("strides.") + name, "row stride " + std::to_string(s.row) +
+                                              " is smaller than head_dim " + std::to_string(p.head_dim));
+    }
+  };
+  check_rows(p.q, p.seq_q, "q");
+  check_rows(p.k, p.seq_k, "k");
+  check_rows(p.v, p.seq_k, "v");
+  if (!non_overlapping({{p.batch, p.o.batch}, {p.heads, p.o.head}, {p.seq_q, p.o.row}, {p.head_dim, 1}})) {
+    bad("strides.o", "make elements of O share memory (batch, head, row strides " + std::to_string(p.o.batch) + ", " +
+                         std::to_string(p.o.head) + ", " + std::to_string(p.o.row) + ")");
+  }
+  return p;
+}
+
+}  // namespace fact::realize

@@ -1,0 +1,206 @@
+// Rule `attention`: scaled dot-product attention, however it is written, becomes one fused
+// attention kernel (FlashAttention-style: the [Tq, Tk] scores never reach memory),
+//   O[b, h, i, :] = softmax_j(scale * Q[b,h,i,:] . K[b,g(h),j,:] + mask(b,h,i,j)) @ V[b,g(h)],
+//   g(h) = h / (Hq / Hkv).
+//
+// Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax):
+//          q @ k.transpose(-2, -1), scales by numbers, masked_fill(mask, -inf) or + mask,
+//          softmax(-1), dropout that does nothing, @ v; and
+//          aten.scaled_dot_product_attention.default. Both swallow K/V repeats (GQA) and the
+//          head merge after the product (attention_match.h).
+// Meaning  F.scaled_dot_product_attention / softmax(q @ k^T * scale + mask) @ v.
+// Family   cutlass.attention (src/families/attention/abi.h).
+// Tests    tests/golden/discover/attention_*.txt -> *.plan, tests/python/test_attention_discovery.py.
+//
+// Conventions (docs/03-rules.md, "The attention rule"): q, k, v are the values the products
+// read, 4-D [B, H, T, D] (or 3-D [N, T, D]: batch N, one head, head stride 0); strides are
+// the graph's for those values, [batch, head, row], the head dim being unit stride.
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "families/attention/match.h"
+#include "families/attention/rule.h"
+
+namespace fact::discover::rules {
+namespace {
+
+using attention::MaskKind;
+using attention::Parts;
+using graph::DType;
+using graph::TensorType;
+
+
+bool attention_dtype(DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16; }
+
+// [B, H, T, D] sizes of an operand (a 3-D [N, T, D] one has H = 1).
+struct Dims4 {
+  int64_t b, h, t, d;
+};
+Dims4 dims_of(const TensorType& t) {
+  if (t.rank() == 4) return {t.shape[0], t.shape[1], t.shape[2], t.shape[3]};
+  return {t.shape[0], 1, t.shape[1], t.shape[2]};
+}
+
+// [batch, head, row] strides of q, k or v; the head dim must be unit stride.
+nlohmann::ordered_json operand_strides(const std::string& role, const std::string& value, const TensorType& t) {
+  const int64_t r = t.rank();
+  if (t.shape[r - 1] != 1 && t.strides[r - 1] != 1)
+    reject(fmt::format("operand {} %{} has strides {}: the head dim is not unit stride (the kernel reads rows of "
+                       "D contiguous elements)", role, value, attention::dims(t.strides)));
+  if (r == 4) return {t.strides[0], t.strides[1], t.strides[2]};
+  return {t.strides[0], 0, t.strides[1]};
+}
+
+// [batch, head, row] strides of a mask broadcast to [B, H, Tq, Tk] (size-1 dims: stride 0).
+nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& m, const Dims4& o, int64_t tk,
+                                    int64_t rank) {
+  const std::vector<int64_t> target =
+      rank == 4 ? std::vector<int64_t>{o.b, o.h, o.t, tk} : std::vector<int64_t>{o.b, o.t, tk};
+  auto fail = [&](const char* why) {
+    reject(fmt::format("mask %{} of shape {} strides {} {} the scores {}: the kernel reads a mask that broadcasts "
+                       "as [B or 1, H or 1, Tq or 1, Tk] with unit stride along the keys",
+                       value, attention::dims(m.shape), attention::dims(m.strides), why, attention::dims(target)));
+  };
+  if (m.rank() > rank) fail("has more dims than");
+  std::vector<int64_t> s(rank, 0);
+  const int64_t off = rank - m.rank();
+  for (int64_t i = 0; i < m.rank(); ++i) {
+    const int64_t size = m.shape[i], want = target[off + i];
+    if (size != want && size != 1) fail("does not broadcast to");
+    s[off + i] = size == 1 ? 0 : m.strides[i];
+  }
+  if (m.rank() == 0 || (tk != 1 && m.shape.back() == 1)) fail("is broadcast along the keys of");
+  if (m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
+  if (rank == 4) return {s[0], s[1], s[2]};
+  return {s[0], 0, s[1]};
+}
+
+// The dims of O from outermost to innermost in the output's memory ("bhtd", "bthd", ...).
+std::string layout_name(const std::array<int64_t, 3>& st, const Dims4& o) {
+  static const char* kOrders[] = {"bhtd", "bthd", "tbhd", "hbtd", "htbd", "thbd"};
+  const int64_t size[3] = {o.b, o.h, o.t};
+  for (const char* order : kOrders) {
+    int64_t want[3] = {}, acc = o.d;
+    for (int i = 2; i >= 0; --i) {
+      const int dim = order[i] == 'b' ? 0 : order[i] == 'h' ? 1 : 2;
+      want[dim] = acc;
+      acc *= size[dim];
+    }
+    bool ok = true;
+    for (int dim = 0; dim < 3; ++dim) ok = ok && (size[dim] == 1 || st[dim] == want[dim]);
+    if (ok) return order;
+  }
+  reject(fmt::format("O lands at strides [{}, {}, {}] of the output: not a dense layout of [B, H, T, D]", st[0], st[1],
+                     st[2]));
+}
+
+// Unmasked (i, j) pairs of one head: all of them, or j <= i for the causal mask.
+int64_t pairs(int64_t tq, int64_t tk, bool causal) {
+  if (!causal) return tq * tk;
+  const int64_t full = std::min(tq, tk);  // rows 0..full-1 keep i + 1 keys, later rows keep tk
+  return full * (full + 1) / 2 + (tq - full) * tk;
+}
+
+Match make_match(const MatchContext& ctx, Parts parts) {
+  const graph::GraphIndex& g = ctx.graph;
+  const TensorType &tq = g.type(parts.q), &tk = g.type(parts.k), &tv = g.type(parts.v), &to = g.type(parts.core);
+  const int64_t rank = tq.rank();
+  if (rank != 3 && rank != 4)
+    reject(fmt::format("q %{} has rank {}: the attention rule takes [B, H, T, D] or [N, T, D]", parts.q, rank));
+  if (tk.rank() != rank || tv.rank() != rank || to.rank() != rank)
+    reject(fmt::format("q {}, k {}, v {} and the output {} differ in rank", attention::dims(tq.shape),
+                       attention::dims(tk.shape), attention::dims(tv.shape), attention::dims(to.shape)));
+  for (const auto& [role, t] : {std::pair{"q", &tq}, std::pair{"k", &tk}, std::pair{"v", &tv}, std::pair{"output", &to}})
+    if (!attention_dtype(t->dtype))
+      reject(fmt::format("{} dtype {}: the attention rule takes float32, bfloat16 or float16", role,
+                         graph::torch_name(t->dtype)));
+  if (tk.dtype != tq.dtype || tv.dtype != tq.dtype || to.dtype != tq.dtype)
+    reject(fmt::format("mixed dtypes: q {}, k {}, v {}, output {}; the kernel takes one", graph::torch_name(tq.dtype),
+                       graph::torch_name(tk.dtype), graph::torch_name(tv.dtype), graph::torch_name(to.dtype)));
+  const Dims4 q = dims_of(tq), k = dims_of(tk), v = dims_of(tv), o = dims_of(to);
+  const std::string shapes = fmt::format("q {}, k {}, v {}", attention::dims(tq.shape), attention::dims(tk.shape),
+                                         attention::dims(tv.shape));
+  if (k.b != q.b || v.b != q.b) reject("batch sizes differ: " + shapes + "; the kernel takes one batch");
+  if (k.h != v.h || k.t != v.t) reject("k and v differ in heads or keys: " + shapes);
+  if (k.d != q.d || v.d != q.d) reject("head dims differ: " + shapes + "; the kernel takes one head dim");
+  if (k.h != q.h && !(k.h == 1 || (parts.grouped_allowed && q.h % k.h == 0)))
+    reject(fmt::format("q has {} heads and k, v {}: {}; the kernel maps query head h to kv head h / (Hq / Hkv)", q.h,
+                       k.h, shapes));
+  if (o.b != q.b || o.h != q.h || o.t != q.t || o.d != q.d)
+    reject(fmt::format("the output {} is not [B, Hq, Tq, D] of {}", attention::dims(to.shape), shapes));
+  if (q.b == 0 || q.h == 0 || q.t == 0 || k.t == 0 || q.d == 0) reject("empty problem: " + shapes);
+
+  attention::OutputLayout out = attention::absorb_output(g, parts.core, rank);
+  parts.nodes.insert(parts.nodes.end(), out.nodes.begin(), out.nodes.end());
+
+  const bool has_mask_operand = !parts.mask_value.empty();
+  nlohmann::ordered_json strides = {
+      {"q", operand_strides("q", parts.q, tq)}, {"k", operand_strides("k", parts.k, tk)},
+      {"v", operand_strides("v", parts.v, tv)}, {"o", {out.strides[0], out.strides[1], out.strides[2]}},
+      {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank)
+                                : nlohmann::ordered_json(nullptr)}};
+
+  const bool causal = parts.mask == MaskKind::causal;
+  int64_t flops = 4 * q.d;
+  for (int64_t f : {q.b, q.h, pairs(q.t, k.t, causal)})
+    if (__builtin_mul_overflow(flops, f, &flops))
+      reject("4*B*H*Tq*Tk*D overflows 64 bits: " + shapes);
+
+  Match m;
+  // Graph order, each node once (k and v may be one value, repeated once).
+  const std::set<std::string> replaced(parts.nodes.begin(), parts.nodes.end());
+  for (const auto& n : g.graph().nodes)
+    if (replaced.contains(n.name)) m.nodes.push_back(n.name);
+  m.output = out.value;
+  m.operands = {{"q", parts.q}, {"k", parts.k}, {"v", parts.v}};
+  if (has_mask_operand) m.operands.emplace_back("mask", parts.mask_value);
+  m.problem = {{"kind", "attention"},
+               {"batch", q.b},
+               {"heads", q.h},
+               {"kv_heads", k.h},
+               {"seq_q", q.t},
+               {"seq_k", k.t},
+               {"head_dim", q.d},
+               {"dtype", graph::torch_name(tq.dtype)},
+               {"scale", parts.scale},
+               {"mask", attention::mask_name(parts.mask)},
+               {"strides", std::move(strides)},
+               {"output_layout", layout_name(out.strides, o)},
+               {"form", parts.form}};
+  // The proof's premise, which the runtime re-checks against the buffer it loads: whether or
+  // not the pattern's nodes read the buffer (a mask chain shared by two attentions stays ATen).
+  if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
+  int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
+  if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
+  m.work = {flops, bytes, matmul_unit(tq.dtype, ctx.precision)};
+  return m;
+}
+
+MatchResult match_attention(const MatchContext& ctx, const graph::Node& node) {
+  try {
+    std::optional<Parts> parts = attention::match_sdpa(ctx.graph, node);
+    if (!parts) parts = attention::match_written(ctx.graph, node);
+    if (!parts) return NotApplicable{};
+    return make_match(ctx, std::move(*parts));
+  } catch (const Rejection& r) {
+    return r;
+  }
+}
+
+}  // namespace
+
+Rule attention_rule() {
+  return Rule{
+      .name = "attention",
+      .meaning = "F.scaled_dot_product_attention / softmax(q @ k^T * scale [+ mask | masked_fill -inf]) "
+                 "[dropout p=0] @ v: causal (proven), additive, keep or drop masks, grouped K/V, head merge",
+      .kernel_family = "attention",
+      .tests = "tests/golden/discover/attention_*.txt, tests/python/test_attention_discovery.py",
+      .match = &match_attention,
+  };
+}
+
+}  // namespace fact::discover::rules

@@ -1,0 +1,145 @@
+#include "families/attention/space.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace fact::realize {
+
+std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why) {
+  why.clear();
+  AttentionFamily f{"", p.dtype, int(p.head_dim), p.mask};
+  if (p.dtype == DType::f32) {
+    f.math = policy == Precision::fp32 ? "3xtf32" : policy == Precision::tf32 ? "tf32" : "bf16";
+  } else {
+    f.math = p.dtype == DType::bf16 ? "bf16" : "f16";
+  }
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128) {
+    why = fmt::format("head dim {} is not built (the attention kernels have head dims 64, 96 and 128): the ATen path runs",
+                      p.head_dim);
+    return std::nullopt;
+  }
+  const int64_t vec = 16 / int64_t(dtype_bytes(p.dtype));
+  const std::pair<const char*, const AttentionStrides*> operands[] = {{"q", &p.q}, {"k", &p.k}, {"v", &p.v}, {"o", &p.o}};
+  for (const auto& [name, s] : operands) {
+    for (auto [dim, stride] : {std::pair{"batch", s->batch}, std::pair{"head", s->head}, std::pair{"row", s->row}}) {
+      if (stride % vec != 0) {
+        why = fmt::format("strides.{}: the {} stride {} is not a multiple of 16 bytes ({} {} elements): the attention "
+                          "kernels load and store 16-byte vectors; the ATen path runs",
+                          name, dim, stride, vec, to_string(p.dtype));
+        return std::nullopt;
+      }
+    }
+  }
+  return f;
+}
+
+std::size_t attention_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
+  const bool tf32 = f.math == "tf32" || f.math == "3xtf32";  // fp32 in shared memory
+  const std::size_t elem = tf32 ? 4 : 2;
+  const std::size_t pitch_k = std::size_t(f.head_dim) + (tf32 ? 8 : 16);
+  const std::size_t pitch_v = std::size_t(f.head_dim) + (tf32 ? 4 : 8);
+  const std::size_t rows_qv = std::size_t(std::max(c.block_m, c.block_n));
+  return elem * (std::size_t(c.block_n) * pitch_k + rows_qv * pitch_v);
+}
+
+int attention_blocks_by_smem(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
+  return int(gpu.smem_per_sm / (attention_smem_bytes(f, c) + gpu.smem_reserved_per_block));
+}
+
+bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
+  const std::size_t smem = attention_smem_bytes(f, c);
+  return smem <= gpu.smem_per_block && std::size_t(c.min_blocks) * (smem + gpu.smem_reserved_per_block) <= gpu.smem_per_sm;
+}
+
+int attention_register_estimate(const AttentionFamily& f, const AttentionConfig& c) {
+  if (f.math == "3xtf32") return f.head_dim / 2 + 2 * (f.head_dim / 2) + c.block_n / 2 + 16 + 40;  // + Q's small parts, P V partials
+  const int q_frag = f.math == "tf32" ? f.head_dim / 2 : f.head_dim / 4;
+  return f.head_dim / 2 + q_frag + c.block_n / 2 + 40;
+}
+
+double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
+                                  const AttentionGpuLimits& gpu) {
+  const int threads = c.block_m / 16 * 32;
+  // Registers: __launch_bounds__(threads, MIN_BLOCKS) caps them; beyond the cap they spill.
+  const int reg_cap = std::min(255, gpu.registers_per_sm / (threads * c.min_blocks)) / 8 * 8;
+  const int regs_needed = attention_register_estimate(f, c);
+  const int regs = std::min(regs_needed, reg_cap);
+  const int by_regs = gpu.registers_per_sm / (threads * ((regs + 7) / 8 * 8));
+  const int resident = std::max(1, std::min({attention_blocks_by_smem(f, c, gpu), by_regs, 2048 / threads}));
+
+  // Work per CTA in key steps.
+  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
+  double total_steps = 0, max_steps = 0, kv_rows = 0;
+  for (int64_t qb = 0; qb < n_qb; ++qb) {
+    const int64_t keys = p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k;
+    const double steps = double((keys + c.block_n - 1) / c.block_n);
+    total_steps += steps;
+    max_steps = std::max(max_steps, steps);
+    kv_rows += double(keys);
+  }
+  const double heads = double(p.batch) * double(p.heads);
+  total_steps *= heads;
+  kv_rows *= heads;
+  const double ctas = double(n_qb) * heads;
+
+  // CTAs sharing one SM at a time, and how well their warps hide latency.
+  const double sharing = std::min(double(resident), std::ceil(ctas / gpu.sm_count));
+  const double latency_hiding = std::min(1.0, 0.5 + sharing * threads / 32.0 / 16.0);
+  // flop/s per SM on mma.sync; 3xtf32 issues three tf32 MMAs per product.
+  const double peak = (f.math == "tf32" ? 380e12 : f.math == "3xtf32" ? 380e12 / 3 : 760e12) / 132.0 * 0.55;
+  const double step_s = 4.0 * c.block_m * c.block_n * double(f.head_dim) * sharing / (peak * latency_hiding);
+  const double slots = double(gpu.sm_count) * resident;
+  double compute = p.mask == MaskKind::causal ? std::max(total_steps / slots, max_steps) * step_s
+                                              : std::ceil(ctas / slots) * max_steps * step_s;
+  if (regs_needed > reg_cap) compute *= 1.3;
+  // Every CTA reads its head's K and V (mostly from L2: the CTAs of a head run together);
+  // Q, K, V and O cross DRAM once.
+  const double elem = double(dtype_bytes(p.dtype));
+  const double kv_reads = kv_rows * 2.0 * f.head_dim * elem;
+  const double unique = (2.0 * heads * double(p.seq_q) + 2.0 * double(p.batch) * double(p.kv_heads) * double(p.seq_k)) *
+                        f.head_dim * elem;
+  return std::max({compute, kv_reads / 9.0e12, unique / 3.5e12});
+}
+
+std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, const AttentionProblem& p,
+                                                    const AttentionGpuLimits& gpu, int budget) {
+  struct Ranked {
+    AttentionConfig c;
+    double s;
+    std::string name;
+  };
+  std::vector<Ranked> ranked;
+  for (int bm : {64, 128}) {
+    for (int bn : {32, 64}) {
+      for (int mb : {1, 2, 3}) {
+        const AttentionConfig c{bm, bn, mb};
+        if (!attention_config_fits(f, c, gpu)) continue;
+        ranked.push_back({c, attention_estimate_seconds(f, c, p, gpu), attention_kernel_name(f, c)});
+      }
+    }
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.s != b.s ? a.s < b.s : a.name < b.name;
+  });
+  std::vector<AttentionConfig> out;
+  for (const auto& r : ranked) out.push_back(r.c);
+  if (budget > 0 && int(out.size()) > budget) out.resize(std::size_t(budget));
+  return out;
+}
+
+namespace {
+const char* io_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : "f16"; }
+const char* mask_token(MaskKind m) { return m == MaskKind::none ? "nomask" : m == MaskKind::causal ? "causal"
+                                          : m == MaskKind::additive ? "additive" : m == MaskKind::keep ? "keep" : "drop"; }
+}  // namespace
+
+std::string attention_kernel_name(const AttentionFamily& f, const AttentionConfig& c) {
+  return fmt::format("fact_attn_sm80_{}_{}_d{}_{}_{}x{}_mb{}", f.math, io_token(f.element), f.head_dim,
+                     mask_token(f.mask), c.block_m, c.block_n, c.min_blocks);
+}
+
+bool is_attention_kernel_name(const std::string& name) { return name.rfind("fact_attn_", 0) == 0; }
+
+}  // namespace fact::realize

@@ -1,0 +1,79 @@
+// factc realize on plans it cannot fully read: errors name the file, bad patterns are skipped.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/file_io.h"
+#include "engine/realize.h"
+#include "realize_options_util.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using fact::test::options_for;
+
+TEST(RealizePlan, PatternWithoutProblemIsSkippedNotFatal) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-1";
+  fs::remove_all(dir);
+  json plan{{"format", "fact.plan"}, {"version", 1},
+            {"patterns", {{{"id", "p0"}, {"rule", "gemm"}}, {{"id", "p1"}, {"rule", "gemm"}, {"problem", {{"kind", "conv"}}}}}}};
+  EXPECT_EQ(fact::realize::run_realize(options_for(dir, plan)), 0);
+  const json r = json::parse(fact::read_file(dir / "realized.json"));
+  ASSERT_EQ(r.at("patterns").size(), 2u);
+  EXPECT_TRUE(r["patterns"][0]["winner"].is_null());
+  EXPECT_NE(r["patterns"][0]["cutlass_unavailable"].get<std::string>().find("no \"problem\""), std::string::npos);
+  EXPECT_NE(r["patterns"][1]["cutlass_unavailable"].get<std::string>().find("kind is not 'gemm'"), std::string::npos);
+  EXPECT_TRUE(r["gpu"].is_null());
+  fs::remove_all(dir);
+}
+
+TEST(RealizePlan, WrongVersionIsAnError) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-2";
+  fs::remove_all(dir);
+  json plan{{"format", "fact.plan"}, {"version", 9}, {"patterns", json::array()}};
+  try {
+    fact::realize::run_realize(options_for(dir, plan));
+    FAIL() << "expected an error";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported plan version 9"), std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-3";
+  fs::remove_all(dir);
+  auto problem = [](json changes) {
+    json p{{"kind", "gemm"}, {"m", 64}, {"n", 64}, {"k", 64}, {"l", 1}, {"dtype_a", "float32"},
+           {"dtype_b", "float32"}, {"dtype_d", "float32"}, {"layout_a", "row"}, {"layout_b", "row"},
+           {"lda", 64}, {"ldb", 64}, {"ldd", 64}, {"bias", nullptr}, {"alpha", 1.0}, {"beta", 0.0}};
+    for (auto& [k, v] : changes.items()) p[k] = v;
+    return p;
+  };
+  json plan{{"format", "fact.plan"}, {"version", 1},
+            {"patterns", {{{"id", "p0"}, {"rule", "gemm"}, {"problem", problem({{"lda", 32}})}},
+                          {{"id", "p1"}, {"rule", "gemm"}, {"problem", problem({{"k", 64.5}})}},
+                          {{"id", "p2"}, {"rule", "gemm"}, {"problem", problem({{"l", 2}, {"batch_stride_d", 0}})}},
+                          {{"id", "p3"}, {"rule", "gemm"}, {"problem", problem({{"batch_stride_a", -1}, {"l", 2}, {"batch_stride_d", 4096}})}}}}};
+  EXPECT_EQ(fact::realize::run_realize(options_for(dir, plan)), 0);
+  const json r = json::parse(fact::read_file(dir / "realized.json"));
+  auto why = [&](int i) { return r["patterns"][i]["cutlass_unavailable"].get<std::string>(); };
+  EXPECT_NE(why(0).find("lda = 32 is smaller than the contiguous extent 64"), std::string::npos) << why(0);
+  EXPECT_NE(why(1).find("'k' must be an integer"), std::string::npos) << why(1);
+  EXPECT_NE(why(2).find("overlaps D's batches"), std::string::npos) << why(2);
+  EXPECT_NE(why(3).find("negative batch stride"), std::string::npos) << why(3);
+  fs::remove_all(dir);
+}
+
+TEST(RealizePlan, APatternOfTheWrongTypeIsAnErrorNotACrash) {
+  const fs::path dir = fs::temp_directory_path() / "fact-realize-plan-4";
+  fs::remove_all(dir);
+  json plan{{"format", "fact.plan"}, {"version", 1}, {"patterns", {{{"id", 7}, {"rule", "gemm"}}}}};
+  try {
+    fact::realize::run_realize(options_for(dir, plan));
+    FAIL() << "expected an error";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"id\" must be a string"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}

@@ -1,0 +1,200 @@
+// On the GPU (skipped without one, or on another architecture than sm_90): a real attention
+// kernel passes verification next to the vendor bound, and kernels made wrong on purpose are
+// quarantined for the right reason — an output never written, a constant output, a write
+// outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
+// attention written with SDPA).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+
+#include "families/attention/candidates.h"
+#include "families/attention/codegen.h"
+#include "families/attention/verify_tune.h"
+#include "engine/build.h"
+#include "engine/cuda_check.h"
+
+using namespace fact::realize;
+using fact::Precision;
+
+namespace {
+
+// A real kernel made wrong in one way.
+class Broken final : public AttentionCandidate {
+ public:
+  enum How { nothing, zeros, guard_write, double_scale, no_flags };
+  Broken(std::unique_ptr<AttentionCandidate> inner, How how, const AttentionProblem& p)
+      : inner_(std::move(inner)), how_(how), p_(p), name_(inner_->name() + "+broken" + std::to_string(int(how))) {}
+  const std::string& name() const override { return name_; }
+  const char* impl() const override { return "cutlass"; }
+  std::string prepare(const FactAttentionArgs& a, GpuContext& gpu) override { return inner_->prepare(a, gpu); }
+  void run(const FactAttentionArgs& a, GpuContext& gpu) override {
+    const size_t e = dtype_bytes(p_.dtype);
+    switch (how_) {
+      case nothing: return;
+      case zeros: FACT_CUDA(cudaMemsetAsync(a.o, 0, size_t(p_.extent_o()) * e, gpu.stream())); return;
+      case guard_write:
+        inner_->run(a, gpu);
+        FACT_CUDA(cudaMemsetAsync(static_cast<char*>(a.o) - e, 0, e, gpu.stream()));  // the element before O
+        return;
+      case double_scale: {
+        FactAttentionArgs b = a;
+        b.scale *= 2;
+        inner_->run(b, gpu);
+        return;
+      }
+      case no_flags: {  // ignores FACT_ATTN_FLAG_EMPTY_ROW_ZERO: NaN rows where SDPA gives 0
+        FactAttentionArgs b = a;
+        b.flags = 0;
+        inner_->run(b, gpu);
+        return;
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<AttentionCandidate> inner_;
+  How how_;
+  AttentionProblem p_;
+  std::string name_;
+};
+
+struct GpuSetup {
+  std::optional<GpuInfo> gpu;
+  std::string skip;
+};
+GpuSetup gpu_setup() {
+  GpuSetup s;
+  if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+    s.skip = "FACT_SKIP_NVCC_TESTS=1";
+    return s;
+  }
+  s.gpu = probe_gpu();
+  if (!s.gpu) s.skip = "no CUDA GPU";
+  else if (s.gpu->cc_major != 9) s.skip = "kernels are built for sm_90a; this GPU is cc " + std::to_string(s.gpu->cc_major);
+  return s;
+}
+
+// Builds the first-ranked kernel of `p` under `policy`.
+BuildResult build_one(const AttentionProblem& p, Precision policy) {
+  std::string why;
+  const auto f = attention_family(p, policy, why);
+  EXPECT_TRUE(f) << why;
+  const AttentionConfig c = attention_tuning_space(*f, p, AttentionGpuLimits{}, 1).at(0);
+  const std::string name = attention_kernel_name(*f, c);
+  auto results = build_kernels({{name, render_attention_sm80(*f, c), name}}, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1);
+  EXPECT_TRUE(results.at(0).ok) << results.at(0).reason;
+  return results.at(0);
+}
+
+AttentionProblem mingpt_causal() {  // q/k/v views of [B, T, 3C], O merged [B, T, C]
+  AttentionProblem p;
+  p.batch = 2; p.heads = p.kv_heads = 4; p.seq_q = p.seq_k = 128; p.head_dim = 96;
+  p.dtype = DType::f32;
+  p.scale = 0.1020620726;
+  p.mask = MaskKind::causal;
+  p.q = p.k = p.v = {128 * 1152, 96, 1152};
+  p.o = {128 * 384, 96, 384};
+  p.output_layout = "bthd";
+  return p;
+}
+
+AttentionProblem gqa_additive_bf16() {  // 8 query heads over 2 K/V heads; the mask broadcast over heads
+  AttentionProblem p;
+  p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = 96; p.seq_k = 160; p.head_dim = 64;
+  p.dtype = DType::bf16;
+  p.scale = 0.125;
+  p.mask = MaskKind::additive;
+  p.q = p.o = {8 * 96 * 64, 96 * 64, 64};
+  p.k = p.v = {2 * 160 * 64, 160 * 64, 64};
+  p.mask_strides = {96 * 160, 0, 160};
+  return p;
+}
+
+const CandidateOutcome& outcome(const std::vector<CandidateOutcome>& out, const std::string& name) {
+  for (const auto& o : out) if (o.kernel == name) return o;
+  throw std::runtime_error("no candidate " + name);
+}
+
+// Verifies and times the built kernel `b` of `p` (tf32 policy) next to copies of it broken
+// each way in `hows`, after the vendor bound when `with_vendor` (2 warm-up runs, 20 trials,
+// verbose); `verification` gets the log.
+std::vector<CandidateOutcome> verify_with_broken(const AttentionProblem& p, const BuildResult& b,
+                                                 std::initializer_list<Broken::How> hows, const GpuInfo& info,
+                                                 nlohmann::json& verification, bool with_vendor = false) {
+  std::string why;
+  const auto family = attention_family(p, Precision::tf32, why);
+  std::vector<std::unique_ptr<AttentionCandidate>> cands;
+  if (with_vendor) cands.push_back(make_attention_vendor_bound(p, Precision::tf32));
+  cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
+  for (auto how : hows) {
+    cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name), how, p));
+  }
+  GpuContext gpu(info);
+  return verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
+}
+
+}  // namespace
+
+TEST(AttentionGpu, RealKernelPassesAndBrokenOnesAreQuarantined) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  const AttentionProblem p = mingpt_causal();
+  const BuildResult b = build_one(p, Precision::tf32);
+  ASSERT_TRUE(b.ok);
+  nlohmann::json verification;
+  const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::zeros, Broken::guard_write}, *s.gpu,
+                                      verification, /*with_vendor=*/true);
+  const auto& vendor = outcome(out, "vendor");
+  EXPECT_EQ(vendor.status, "ok") << vendor.reason;
+  EXPECT_FALSE(vendor.verified);
+  EXPECT_GT(vendor.median_ms, 0);
+  const auto& real = outcome(out, b.name);
+  EXPECT_EQ(real.status, "ok") << real.reason;
+  EXPECT_EQ(real.trials, 20);
+  EXPECT_LE(real.max_rel_err, real.tolerance);
+  EXPECT_GT(real.max_rel_err, 0);  // a tf32 kernel is not exact
+  EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << outcome(out, b.name + "+broken0").reason;
+  EXPECT_NE(outcome(out, b.name + "+broken1").reason.find("constant"), std::string::npos) << outcome(out, b.name + "+broken1").reason;
+  EXPECT_NE(outcome(out, b.name + "+broken2").reason.find("outside O"), std::string::npos) << outcome(out, b.name + "+broken2").reason;
+  EXPECT_EQ(verification["draws"].size(), 5u);
+  EXPECT_EQ(verification["sampled_heads"], 8);
+  EXPECT_LE(verification["worst_bound_ratio"][b.name].get<double>(), 1.0);
+}
+
+TEST(AttentionGpu, MaskedRowsAreNaNAndAWrongScaleFails) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  const AttentionProblem p = gqa_additive_bf16();
+  const BuildResult b = build_one(p, Precision::tf32);
+  ASSERT_TRUE(b.ok);
+  nlohmann::json verification;
+  const auto out = verify_with_broken(p, b, {Broken::double_scale}, *s.gpu, verification);
+  EXPECT_EQ(outcome(out, b.name).status, "ok") << outcome(out, b.name).reason;
+  const auto& wrong = outcome(out, b.name + "+broken3");
+  EXPECT_EQ(wrong.status, "quarantined");
+  EXPECT_NE(wrong.reason.find("beyond their error bound"), std::string::npos) << wrong.reason;
+  // One dead row per batch (the mask is shared by the heads): every sampled head has one.
+  const auto& first = verification["draws"][0];
+  EXPECT_TRUE(first["dead_rows"].get<bool>());
+  EXPECT_GE(first["nan_rows_sampled"].get<int>(), 16);
+  EXPECT_GE(first["dead_rows_total"].get<int>(), 16);
+}
+
+TEST(AttentionGpu, SdpaFormRowsWithEveryKeyRemovedAreZero) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem p = gqa_additive_bf16();
+  p.form = "sdpa";  // the runtime sets FACT_ATTN_FLAG_EMPTY_ROW_ZERO
+  const BuildResult b = build_one(p, Precision::tf32);
+  ASSERT_TRUE(b.ok);
+  nlohmann::json verification;
+  const auto out = verify_with_broken(p, b, {Broken::no_flags}, *s.gpu, verification);
+  EXPECT_EQ(outcome(out, b.name).status, "ok") << outcome(out, b.name).reason;
+  const auto& nan_rows = outcome(out, b.name + "+broken4");
+  EXPECT_NE(nan_rows.reason.find("are not 0 (SDPA gives 0)"), std::string::npos) << nan_rows.reason;
+  const auto& first = verification["draws"][0];
+  EXPECT_EQ(first["nan_rows_sampled"].get<int>(), 0);
+  EXPECT_GE(first["dead_rows_total"].get<int>(), 16);
+}

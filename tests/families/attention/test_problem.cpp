@@ -1,0 +1,120 @@
+// Reading an attention pattern's problem from the plan: every field, and an error naming the
+// bad one.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "families/attention/problem.h"
+
+using namespace fact::realize;
+using nlohmann::json;
+
+namespace {
+
+// minGPT's attention: q, k, v are [B, T, 3C] views split per head (B=2, T=128, H=4, D=96,
+// C=384); O is written in the merged [B, T, C] layout.
+json mingpt(json changes = json::object()) {
+  json p{{"kind", "attention"}, {"batch", 2}, {"heads", 4}, {"kv_heads", 4}, {"seq_q", 128}, {"seq_k", 128},
+         {"head_dim", 96}, {"dtype", "float32"}, {"scale", 0.1020620726}, {"mask", "causal"},
+         {"strides", {{"q", {128 * 1152, 96, 1152}}, {"k", {128 * 1152, 96, 1152}}, {"v", {128 * 1152, 96, 1152}},
+                      {"o", {128 * 384, 96, 384}}, {"mask", nullptr}}},
+         {"output_layout", "bthd"}};
+  for (auto& [k, v] : changes.items()) p[k] = v;
+  return p;
+}
+
+std::string error_of(const json& j) {
+  try {
+    attention_problem_from_json(j);
+  } catch (const fact::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(AttentionProblem, ReadsEveryField) {
+  const AttentionProblem p = attention_problem_from_json(mingpt());
+  EXPECT_EQ(p.batch, 2);
+  EXPECT_EQ(p.heads, 4);
+  EXPECT_EQ(p.group(), 1);
+  EXPECT_EQ(p.seq_q, 128);
+  EXPECT_EQ(p.head_dim, 96);
+  EXPECT_EQ(p.dtype, DType::f32);
+  EXPECT_DOUBLE_EQ(p.scale, 0.1020620726);
+  EXPECT_EQ(p.mask, MaskKind::causal);
+  EXPECT_EQ(p.q.batch, 128 * 1152);
+  EXPECT_EQ(p.q.head, 96);
+  EXPECT_EQ(p.q.row, 1152);
+  EXPECT_EQ(p.o.row, 384);
+  EXPECT_EQ(p.output_layout, "bthd");
+  EXPECT_EQ(p.form, "");
+  EXPECT_EQ(attention_problem_from_json(mingpt({{"form", "sdpa"}})).form, "sdpa");
+  // The views span the whole [B, T, 3C] buffer, less the last row's other two thirds.
+  EXPECT_EQ(p.extent_q(), 128 * 1152 + 3 * 96 + 127 * 1152 + 96);
+  EXPECT_EQ(p.extent_o(), 2 * 128 * 384);
+  EXPECT_EQ(p.extent_mask(), 0);
+  EXPECT_EQ(p.mask_bytes(), 0u);
+  // Causal: the 128 x 129 / 2 pairs j <= i, two GEMMs of 2 flops each per pair and D.
+  EXPECT_DOUBLE_EQ(p.flops(), 4.0 * (128.0 * 129 / 2) * 96 * 2 * 4);
+}
+
+TEST(AttentionProblem, GroupedQueryHeadsAndMaskTensors) {
+  json j = mingpt({{"heads", 8}, {"kv_heads", 2}, {"mask", "keep"}, {"dtype", "bfloat16"}, {"output_layout", "bhtd"}});
+  j["strides"] = {{"q", {8 * 128 * 64, 128 * 64, 64}}, {"k", {2 * 128 * 64, 128 * 64, 64}},
+                  {"v", {2 * 128 * 64, 128 * 64, 64}}, {"o", {8 * 128 * 64, 128 * 64, 64}}, {"mask", {128 * 128, 0, 128}}};
+  j["head_dim"] = 64;
+  const AttentionProblem p = attention_problem_from_json(j);
+  EXPECT_EQ(p.group(), 4);
+  EXPECT_EQ(p.mask, MaskKind::keep);
+  EXPECT_EQ(p.mask_strides.head, 0);  // broadcast over heads
+  EXPECT_EQ(p.extent_mask(), 128 * 128 + 127 * 128 + 128);
+  EXPECT_EQ(p.mask_bytes(), 1u);
+  EXPECT_EQ(p.extent_k(), 2 * 128 * 64 * 2);
+  j["mask"] = "additive";
+  EXPECT_EQ(attention_problem_from_json(j).mask_bytes(), 2u);  // Q's dtype
+}
+
+TEST(AttentionProblem, ErrorsNameTheField) {
+  auto expect = [](const json& j, const std::string& text) {
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(text), std::string::npos) << "got: " << e;
+  };
+  json no_heads = mingpt();
+  no_heads.erase("heads");
+  expect(no_heads, "field 'heads' is missing");
+  expect(mingpt({{"seq_q", 12.5}}), "field 'seq_q' must be an integer");
+  expect(mingpt({{"batch", 0}}), "field 'batch' must be positive");
+  expect(mingpt({{"kv_heads", 3}}), "field 'kv_heads' = 3 does not divide heads = 4");
+  expect(mingpt({{"dtype", "float64"}}), "field 'dtype' must be float32, bfloat16 or float16");
+  expect(mingpt({{"mask", "sliding"}}), "field 'mask' must be none, causal, additive, keep or drop");
+  expect(mingpt({{"scale", "1/sqrt(d)"}}), "field 'scale' must be a finite number");
+  expect(mingpt({{"output_layout", "tbdh"}}), "field 'output_layout' must be an order of b, h, t followed by d");
+  expect(mingpt({{"output_layout", "bhd"}}), "field 'output_layout' must be an order of b, h, t followed by d");
+  EXPECT_EQ(error_of(mingpt({{"output_layout", "tbhd"}})), "");  // nn.MultiheadAttention
+  expect(mingpt({{"kind", "gemm"}}), "field 'kind' is not 'attention'");
+  expect(mingpt({{"form", 3}}), "field 'form' must be a string");
+  expect(mingpt({{"mask", "additive"}}), "field 'strides.mask' is null, but mask 'additive' reads a tensor");
+
+  json j = mingpt();
+  j["strides"]["mask"] = {128, 0, 1};
+  expect(j, "field 'strides.mask' must be null for mask 'causal'");
+  j = mingpt();
+  j["strides"]["k"] = {1, 2};
+  expect(j, "field 'strides.k' must be [batch, head, row] strides");
+  j = mingpt();
+  j["strides"]["v"] = {-1, 96, 1152};
+  expect(j, "field 'strides.v' has a negative stride");
+  j = mingpt();
+  j["strides"]["q"] = {128 * 1152, 96, 64};
+  expect(j, "field 'strides.q' row stride 64 is smaller than head_dim 96");
+  j = mingpt();
+  j["strides"]["o"] = {128 * 384, 0, 384};  // every head writes the same place
+  expect(j, "field 'strides.o' make elements of O share memory");
+  j = mingpt();
+  j["strides"].erase("o");
+  expect(j, "field 'strides.o' is missing");
+}
+
