@@ -8,42 +8,26 @@ are the bf16 ones, the sm90 (WGMMA + TMA) kernel among them; the attention alone
 bench/attention_check.py's ``hf_llama_causal_attention`` (docs/perf-notes.md v10).
 """
 
+import importlib.util
+import os
+
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-batch_size = 4
-seq_len = 2048
-hidden = 4096
-n_head = 32
-n_kv_head = 8
+_SPEC = importlib.util.spec_from_file_location(
+    "gqa_attention_fp32", os.path.join(os.path.dirname(os.path.abspath(__file__)), "gqa_attention.py"))
+_FP32 = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_FP32)
+
+batch_size, seq_len, hidden = _FP32.batch_size, _FP32.seq_len, _FP32.hidden
+n_head, n_kv_head = _FP32.n_head, _FP32.n_kv_head
 
 
-class Model(nn.Module):
-    """o_proj(SDPA(q, repeat(k), repeat(v), is_causal=True)) with grouped K/V heads, all bfloat16."""
+class Model(_FP32.Model):
+    """gqa_attention.py's o_proj(SDPA(q, repeat(k), repeat(v), is_causal=True)), all bfloat16."""
 
     def __init__(self, hidden: int, n_head: int, n_kv_head: int) -> None:
-        super().__init__()
-        assert hidden % n_head == 0 and n_head % n_kv_head == 0
-        self.n_head, self.n_kv_head = n_head, n_kv_head
-        self.head_dim = hidden // n_head
-        self.q_proj = nn.Linear(hidden, n_head * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(hidden, n_kv_head * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(hidden, n_kv_head * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(n_head * self.head_dim, hidden, bias=False)
+        super().__init__(hidden, n_head, n_kv_head)
         self.to(torch.bfloat16)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.size()
-        q = self.q_proj(x).view(B, T, self.n_head, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.n_kv_head, self.head_dim).transpose(1, 2)
-        n_rep = self.n_head // self.n_kv_head
-        k = k.repeat_interleave(n_rep, dim=1)  # (B, n_head, T, head_dim)
-        v = v.repeat_interleave(n_rep, dim=1)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        y = y.transpose(1, 2).contiguous().view(B, T, self.n_head * self.head_dim)
-        return self.o_proj(y)
 
 
 def get_inputs() -> list[torch.Tensor]:
