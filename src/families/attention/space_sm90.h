@@ -46,7 +46,9 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 /// and at least 160 consumer registers.
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
 
-/// The sm90 configurations tried (docs/perf-notes.md v10a-v10i measured each on the H200):
+/// The sm90 configurations tried, made of options docs/perf-notes.md v10a-v10i measured on
+/// the H200 (not measured as such: chaining without lazy rescaling, and 128x192 and one WG
+/// with lazy rescaling):
 /// the default 128x128, 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
 /// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
