@@ -24,11 +24,18 @@ AttentionProblem contiguous(DType dtype, int64_t d = 96, MaskKind mask = MaskKin
   return p;
 }
 
-AttentionGpuLimits a100() {  // sm_80: 164 KiB per SM, 163 KiB per block (opt-in)
+AttentionGpuLimits a100() {  // sm_80: 164 KiB per SM, 163 KiB per block (opt-in), no sm_90a code
   AttentionGpuLimits l;
   l.sm_count = 108;
   l.smem_per_block = 163 * 1024;
   l.smem_per_sm = 164 * 1024;
+  l.sm90 = false;
+  return l;
+}
+
+AttentionGpuLimits h200_sm80_only() {  // the H200's figures, the sm80 member alone
+  AttentionGpuLimits l;
+  l.sm90 = false;
   return l;
 }
 
@@ -114,7 +121,7 @@ TEST(AttentionSpace, AnH200HoldsAllButThreeCTAsOfTheLargestTf32Tiles) {
       const AttentionProblem p = contiguous(dt, d);
       const auto f = attention_family(p, Precision::tf32, why);
       ASSERT_TRUE(f) << why;
-      EXPECT_EQ(attention_tuning_space(*f, p, AttentionGpuLimits{}, 0).size(), 12u) << f->math << " d" << d;
+      EXPECT_EQ(attention_tuning_space(*f, p, h200_sm80_only(), 0).size(), 12u) << f->math << " d" << d;
     }
     const AttentionProblem p = contiguous(DType::f32, d);
     const auto bf16 = attention_family(p, Precision::bf16, why);  // fp32 inputs, bf16 in shared memory
@@ -158,12 +165,12 @@ TEST(AttentionSpace, RankingAndBudget) {
   std::string why;
   const auto f = attention_family(p, Precision::tf32, why);
   ASSERT_TRUE(f);
-  const auto all = attention_tuning_space(*f, p, AttentionGpuLimits{}, 0);
+  const auto all = attention_tuning_space(*f, p, h200_sm80_only(), 0);
   ASSERT_EQ(all.size(), 12u);
   for (size_t i = 1; i < all.size(); ++i) {
     EXPECT_LE(attention_estimate_seconds(*f, all[i - 1], p, {}), attention_estimate_seconds(*f, all[i], p, {}));
   }
-  const auto three = attention_tuning_space(*f, p, AttentionGpuLimits{}, 3);
+  const auto three = attention_tuning_space(*f, p, h200_sm80_only(), 3);
   ASSERT_EQ(three.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(three[i], all[i]);
   // Causal work is about half of the unmasked problem's.
@@ -177,7 +184,7 @@ TEST(AttentionSpace, RankingAndBudget) {
   EXPECT_LT(causal_s, 0.7 * none_s);
   // One head of 64 rows: a CTA of 128 rows would compute half padding.
   const AttentionProblem tiny = contiguous(DType::bf16, 64, MaskKind::none, 64, 1, 1);
-  EXPECT_EQ(attention_tuning_space(fn, tiny, AttentionGpuLimits{}, 1)[0].block_m, 64);
+  EXPECT_EQ(attention_tuning_space(fn, tiny, h200_sm80_only(), 1)[0].block_m, 64);
 }
 
 TEST(AttentionSpace, RegisterEstimatePenalizesTwoBlocksOfLargeTiles) {
