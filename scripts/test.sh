@@ -6,5 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$PATH:/usr/local/cuda/bin"
+# No family or rule name compared as a string outside its family (docs/08-adding-a-family.md).
+python3 scripts/check_family_names.py
 ctest --test-dir build --output-on-failure -j 2
 FACT_FACTC="$ROOT/build/factc" .venv/bin/python -m pytest -q tests/python tests/cli tests/scripts
