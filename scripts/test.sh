@@ -7,4 +7,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$PATH:/usr/local/cuda/bin"
 ctest --test-dir build --output-on-failure -j 2
-FACT_FACTC="$ROOT/build/factc" .venv/bin/python -m pytest -q tests/python
+FACT_FACTC="$ROOT/build/factc" .venv/bin/python -m pytest -q tests/python tests/cli tests/scripts

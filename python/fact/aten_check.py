@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import torch
 
 from fact.bench import time_variants
+from fact.families import find_family
 from fact.precision import fact_precision
 
 __all__ = ["aten_check_patterns", "check_aten_paths"]
@@ -24,11 +25,17 @@ __all__ = ["aten_check_patterns", "check_aten_paths"]
 
 def aten_check_patterns(manifest: dict) -> list[str]:
     """Ids of the manifest's kernel patterns whose ATen path must be timed in the module:
-    those realize marked ``"aten_check": "module"``, and attention patterns of manifests
-    written before the mark existed."""
+    those realize marked ``"aten_check": "module"``, and, in manifests written before the
+    mark existed, those of a family whose kernels realize only compares with a bound
+    (:attr:`fact.families.Family.aten_check_by_default`: attention)."""
     return [p["id"] for p in manifest.get("patterns", [])
             if p.get("impl") == "cutlass"
-            and (p.get("aten_check") == "module" or p.get("rule") == "attention")]
+            and (p.get("aten_check") == "module" or _checked_by_default(p))]
+
+
+def _checked_by_default(pattern: dict) -> bool:
+    family = find_family(pattern)
+    return family is not None and family.aten_check_by_default
 
 
 def check_aten_paths(module: torch.nn.Module, inputs: Sequence[Any], policy: str,

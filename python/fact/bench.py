@@ -9,7 +9,6 @@ process, on the same inputs. Without CUDA the same protocol runs with
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import statistics
 import time
@@ -20,7 +19,7 @@ import torch
 from fact.precision import Check, check_output
 
 __all__ = ["Timing", "time_variants", "time_fn", "l2_flush_bytes", "float64_reference",
-           "rel_errors", "to_float64"]
+           "Float64ReferenceError", "rel_errors", "to_float64"]
 
 MIN_TRIALS = 20
 
@@ -135,23 +134,41 @@ def to_float64(x: Any, device: torch.device | str | None = None) -> Any:
     return x
 
 
+class Float64ReferenceError(RuntimeError):
+    """The model could not be run in float64, so FACT has nothing to verify against."""
+
+
 def float64_reference(model: torch.nn.Module, inputs: Sequence[Any],
                       device: torch.device | str | None = None) -> Any:
     """The model's output computed in float64.
 
-    A deep copy of ``model`` is cast to float64 and run on float64 copies of ``inputs``, on
-    ``device`` (default: CUDA when available, else CPU). The original model is untouched.
+    The model itself runs (``torch.func.functional_call``) with float64 copies of its
+    floating parameters and buffers (others as they are) and of ``inputs``, on ``device``
+    (default: CUDA when available, else CPU). Running the model the user gave, rather than
+    a converted deep copy, also reaches submodules its forward calls through a closure
+    (KernelBench level 3 #44 keeps ``lambda x: m.c_proj(m.act(m.c_fc(x)))``), which a copy
+    would leave in float32. The model's own tensors are untouched.
 
     Returns:
         The output structure of ``model``, with float64 tensors.
+    Raises:
+        Float64ReferenceError: the forward fails in float64 (e.g. it builds float32 tensors
+        itself and mixes them with its parameters), naming the error.
     """
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    ref_model = copy.deepcopy(model).to(device=device, dtype=torch.float64)
-    with torch.no_grad():
-        out = ref_model(*to_float64(list(inputs), device))
-    del ref_model
-    return out
+    state = {name: to_float64(t, device)
+             for name, t in (*model.named_parameters(remove_duplicate=False),
+                             *model.named_buffers(remove_duplicate=False))}
+    try:
+        with torch.no_grad():
+            return torch.func.functional_call(model, state, tuple(to_float64(list(inputs), device)))
+    except Exception as exc:  # any failure of the user's forward in float64
+        raise Float64ReferenceError(
+            f"the float64 reference could not be computed: the model's forward failed with float64 "
+            f"parameters, buffers and inputs ({type(exc).__name__}: {exc})") from exc
+    finally:
+        del state
 
 
 def rel_errors(out: Any, ref: Any, policy: str = "fp32") -> Check:

@@ -19,7 +19,37 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "directory_arg", "count_arg"]
+
+
+def directory_arg(flag: str):
+    """An argparse type for a directory FACT writes into: the path may not exist yet (it is
+    created), but nothing on the way to it may be a file, and the deepest existing folder
+    must be writable. The error names ``flag``; nothing is created while checking."""
+    def check(text: str) -> str:
+        path = os.path.abspath(text)
+        probe = path
+        while not os.path.exists(probe):
+            probe = os.path.dirname(probe)
+        if not os.path.isdir(probe):
+            raise argparse.ArgumentTypeError(f"{flag} {text}: {probe} is a file, not a directory")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise argparse.ArgumentTypeError(f"{flag} {text}: {probe} is not writable")
+        return text
+    return check
+
+
+def count_arg(flag: str, least: int):
+    """An argparse type for an integer flag of at least ``least``, the error naming ``flag``."""
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: not an integer") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{flag} {value}: must be at least {least}")
+        return value
+    return check
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,17 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("problem", help="PROBLEM.py defining Model, get_inputs, get_init_inputs")
     opt.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default=None,
                      help="precision policy (default: from torch.get_float32_matmul_precision)")
-    opt.add_argument("--out", default=None,
+    opt.add_argument("--out", default=None, type=directory_arg("--out"),
                      help="working directory (default: out/<problem name>)")
-    opt.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
+    opt.add_argument("--jobs", type=count_arg("--jobs", 1), default=None, help="parallel nvcc processes")
     opt.add_argument("--json", default=None, help="write the docs/07-bench-format.md result file here")
     opt.add_argument("--problem-name", default=None, help="name in the result row "
                      "(default: the file's stem)")
     opt.add_argument("--inductor", action="store_true",
                      help="also time torch.compile (default mode) under the same policy")
-    opt.add_argument("--trials", type=int, default=20, help="timed trials per variant (>= 20)")
-    opt.add_argument("--cache", default=None, help="kernel cache directory for factc realize")
-    opt.add_argument("--tune-budget", type=int, default=0,
+    opt.add_argument("--trials", type=count_arg("--trials", 20), default=20,
+                     help="timed trials per variant (>= 20)")
+    opt.add_argument("--cache", default=None, type=directory_arg("--cache"),
+                     help="kernel cache directory for factc realize")
+    opt.add_argument("--tune-budget", type=count_arg("--tune-budget", 0), default=0,
                      help="CUTLASS candidates built per pattern, best-ranked first (0: all)")
     opt.add_argument("--no-registry", action="store_true",
                      help="tune afresh: neither replay nor record factc's tuning registry")
@@ -53,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from fact.bench import Float64ReferenceError
     from fact.export import ExportError
     from fact.factc import FactcError
     from fact.optimize import GpuRequired, optimize
@@ -75,7 +108,7 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
         print(str(exc))
         print(f"files: {args.out or os.path.join('out', problem.name)}")
         return 0
-    except (ProblemError, ExportError, FactcError, ValueError) as exc:
+    except (ProblemError, ExportError, FactcError, Float64ReferenceError, ValueError) as exc:
         print(f"fact: error: {exc}", file=sys.stderr)
         return 2
     report = module.report

@@ -26,6 +26,8 @@ from typing import Any, Iterable, Sequence
 import torch
 import torch.fx
 
+from fact.export_regions import RegionError, inline_regions
+
 __all__ = ["ExportError", "DTYPE_NAMES", "VALUE_CLASSES", "export", "export_program",
            "graph_from_program", "write_graph", "tensor_type", "value_class", "value_types"]
 
@@ -172,9 +174,9 @@ def _lifted_value(ep: torch.export.ExportedProgram, target: str) -> Any:
     return ep.state_dict.get(target)
 
 
-def _live_nodes(ep: torch.export.ExportedProgram) -> set[torch.fx.Node]:
+def _live_nodes(graph: torch.fx.Graph) -> set[torch.fx.Node]:
     """Nodes some graph output (buffer mutations included) or side-effecting node needs."""
-    roots = [n for n in ep.graph.nodes
+    roots = [n for n in graph.nodes
              if n.op == "output" or (n.op == "call_function" and n.is_impure())]
     live: set[torch.fx.Node] = set()
     stack = list(roots)
@@ -288,9 +290,20 @@ def _lifted_inputs(ep: torch.export.ExportedProgram) -> tuple[dict[str, dict], s
     return lifted, user
 
 
-def _user_output_names(ep: torch.export.ExportedProgram) -> list[Any]:
+def _encode_output(value: Any, index: int, refs: dict) -> dict:
+    """A user output as a tensor reference; anything else (an int, None, a string the model
+    returns) is an ExportError naming the output, since a FACT graph returns tensors only."""
+    encoded = _encode_arg(value, refs, f"graph output {index}")
+    if not (isinstance(encoded, dict) and "ref" in encoded):
+        raise ExportError(f"graph output {index}: the model returns {type(value).__name__} "
+                          f"({value!r}), not a tensor; FACT graphs return tensors only "
+                          f"(return the tensors and compute the rest outside the model)")
+    return encoded
+
+
+def _user_output_names(ep: torch.export.ExportedProgram, graph: torch.fx.Graph) -> list[Any]:
     """The graph's user outputs (buffer mutations and other side outputs are left out)."""
-    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    out_node = next(n for n in graph.nodes if n.op == "output")
     values = list(out_node.args[0])
     kinds = [spec.kind.name for spec in ep.graph_signature.output_specs]
     if len(kinds) != len(values):
@@ -305,12 +318,16 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
         ExportError: the program uses something the FACT format cannot express.
     """
     lifted, user_names = _lifted_inputs(ep)
-    live = _live_nodes(ep)
+    try:
+        graph = inline_regions(ep)
+    except RegionError as exc:
+        raise ExportError(str(exc)) from None
+    live = _live_nodes(graph)
     refs: dict[str, str] = {}  # FX node name -> FACT value name
     inputs: list[dict] = []
     params: list[dict] = []
     nodes: list[dict] = []
-    for node in ep.graph.nodes:
+    for node in graph.nodes:
         if node.op == "placeholder":
             where = f"input {node.name}"
             if node.name in lifted:
@@ -352,7 +369,7 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
         else:
             raise ExportError(f"node {node.name}: FX op {node.op!r} ({node.target}) is not "
                               f"supported")
-    outputs = [_encode_arg(v, refs, "graph output") for v in _user_output_names(ep)]
+    outputs = [_encode_output(v, i, refs) for i, v in enumerate(_user_output_names(ep, graph))]
     return {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name,
             "inputs": inputs, "params": params, "nodes": nodes, "outputs": outputs}
 

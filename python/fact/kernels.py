@@ -2,15 +2,13 @@
 
 Each kernel in ``libfact_kernels.so`` exports ``<symbol>_can_implement``,
 ``<symbol>_workspace_bytes``, ``<symbol>_run`` and ``<symbol>_name``, all taking a pointer to
-the arguments structure of its ABI (:mod:`fact.abi`: ``FactGemmArgs`` for GEMM kernels,
-``FactAttentionArgs`` for attention kernels; the manifest pattern's ``"abi"`` says which). A
-pattern with ``impl: "cutlass"`` is called through the ``torch.library`` custom op
+the arguments structure of its family's ABI (:attr:`fact.families.Family.args_type`; the
+manifest entry's ``"abi"`` names the family, :func:`fact.families.family_of`). A pattern
+with ``impl: "cutlass"`` is called through the ``torch.library`` custom op
 ``fact::<pattern id>`` whose schema is ``(Tensor[] inputs, int handle) -> Tensor``:
 ``inputs`` are the pattern's external tensor values (in :attr:`KernelBinding.input_names`
-order: the ABI's operand roles first) and ``handle`` selects the :class:`KernelBinding` (so
-two artifacts that both have a pattern ``p0`` coexist in one process). A GEMM pattern whose
-kernel also computes the elementwise tail after the GEMM (manifest ``"fused": true``) passes
-the tail's external inputs ``c0``.. in ``epi``.
+order: the family's operand roles first) and ``handle`` selects the :class:`KernelBinding`
+(so two artifacts that both have a pattern ``p0`` coexist in one process).
 """
 
 from __future__ import annotations
@@ -22,13 +20,11 @@ from typing import Callable, Sequence
 
 import torch
 
-from fact.abi import (ABIS, FACT_ERR_EPILOGUE_INPUT, MAX_EPILOGUE_INPUTS, Abi,
-                      FactAttentionArgs, FactGemmArgs, abi_of, epilogue_slots, error_text)
 from fact.export import DTYPE_NAMES
+from fact.families import Family
 
-__all__ = ["FactGemmArgs", "FactAttentionArgs", "KernelLibrary", "KernelFunctions",
-           "KernelBinding", "register_binding", "fact_op", "epilogue_slots", "error_text",
-           "abi_of", "ABIS", "DTYPE_BY_NAME", "MAX_EPILOGUE_INPUTS", "FACT_ERR_EPILOGUE_INPUT"]
+__all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "register_binding", "fact_op",
+           "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -44,9 +40,9 @@ class KernelLibrary:
         self.path = path
         self._lib = ctypes.CDLL(path)
 
-    def kernel(self, symbol: str, args_type: type = FactGemmArgs) -> "KernelFunctions":
-        """The entry points of kernel ``symbol``, taking a pointer to ``args_type``
-        (:class:`FactGemmArgs` or :class:`FactAttentionArgs`).
+    def kernel(self, symbol: str, args_type: type[ctypes.Structure]) -> "KernelFunctions":
+        """The entry points of kernel ``symbol``, taking a pointer to ``args_type`` (the
+        family's :attr:`fact.families.Family.args_type`).
 
         Raises:
             RuntimeError: the library does not export one of them.
@@ -59,7 +55,7 @@ class KernelFunctions:
     ctypes signatures over the ABI's arguments structure ``args_type``."""
 
     def __init__(self, lib: ctypes.CDLL, symbol: str, path: str,
-                 args_type: type = FactGemmArgs) -> None:
+                 args_type: type[ctypes.Structure]) -> None:
         args_p = ctypes.POINTER(args_type)
         self.args_type = args_type
         try:
@@ -81,16 +77,18 @@ class KernelFunctions:
 
 
 class KernelBinding:
-    """One cutlass pattern of a loaded artifact, ready to call, for any kernel ABI.
+    """One cutlass pattern of a loaded artifact, ready to call, for any kernel family.
 
-    What differs between ABIs (the arguments structure, the operand checks, how the
-    arguments are filled, the return codes) is the :class:`fact.abi.Abi` in :attr:`abi`;
-    the call itself (checks, output allocation, ``can_implement``, workspace, ``run`` on the
-    current CUDA stream, fallback) is shared.
+    What differs between families (the arguments structure, the operand checks, how the
+    arguments are filled, the return codes) is the :class:`fact.families.Family` in
+    :attr:`family` and the :class:`fact.families.KernelCall` it made for this pattern
+    (:attr:`call`); the call itself (checks, output allocation, ``can_implement``,
+    workspace, ``run`` on the current CUDA stream, fallback) is shared.
 
     Attributes:
         pattern: the manifest's pattern entry (``id``, ``operands``, ``problem``, ...).
-        abi: the kernel's ABI (:func:`fact.abi.abi_of` of the pattern unless given).
+        family: the kernel's family (:func:`fact.families.family_of` of the pattern).
+        call: the family's :class:`fact.families.KernelCall` for this pattern.
         input_names: external tensor values of the pattern, the custom op's ``inputs``.
         expected: value name -> graph ``type`` (dtype/shape/strides) the plan assumed.
         out_type: graph ``type`` of the pattern output (shape and dtype of the result).
@@ -104,18 +102,16 @@ class KernelBinding:
             the buffer a causal mask was proven from is no longer lower-triangular, or the
             ATen nodes measured faster: :mod:`fact.aten_check`).
         record_inputs: when True, the next call keeps its inputs in ``recorded_inputs``.
-        epilogue: the manifest's ``epilogue`` when a GEMM kernel computes the elementwise
-            tail too (``"fused": true``), else ``None``.
-        epi_slots: where the tail's inputs go (:func:`fact.abi.epilogue_slots`).
     """
 
     def __init__(self, pattern: dict, functions: KernelFunctions | None,
                  input_names: Sequence[str], expected: dict[str, dict],
                  out_type: dict, fallback: Callable[[Sequence[torch.Tensor]], torch.Tensor],
-                 abi: Abi | None = None) -> None:
-        """Raises ValueError: an unknown ABI, or a fused tail input the ABI cannot place."""
+                 family: Family) -> None:
+        """Raises ValueError: the family cannot call the pattern (e.g. a fused tail input
+        the GEMM ABI cannot place)."""
         self.pattern = pattern
-        self.abi = abi or abi_of(pattern)
+        self.family = family
         self.functions = functions
         self.input_names = list(input_names)
         self.expected = expected
@@ -130,27 +126,18 @@ class KernelBinding:
         self.record_inputs = False
         self.recorded_inputs: list[torch.Tensor] | None = None
         self.kernel_name = pattern.get("kernel", pattern["id"])
-        self.epilogue = pattern.get("epilogue") if pattern.get("fused") else None
-        self.epi_slots = (epilogue_slots(self.epilogue, self.input_names)
-                          if self.epilogue else [])
+        self.call = family.bind(pattern, self.input_names, expected)
         # The last arguments can_implement accepted, with their workspace size: both are
         # functions of the arguments alone, so a repeated call (same pointers under the
         # caching allocator) skips the two ABI calls.
         self._accepted: tuple[bytes, int] | None = None
 
     # ----------------------------------------------------------------- checks
-    def operand(self, inputs: Sequence[torch.Tensor], role: str) -> torch.Tensor | None:
-        """The input bound to operand ``role`` (``"a"``, ``"q"``, ``"mask"``, ...), or
-        ``None`` when the pattern has no such operand."""
-        name = self.pattern.get("operands", {}).get(role)
-        if name is None:
-            return None
-        return inputs[self.input_names.index(name)]
-
     def mismatch(self, inputs: Sequence[torch.Tensor]) -> str:
         """Why ``inputs`` do not fit the kernel ("" when they do): the binding is disabled,
         no library is loaded, an input is on another device or has another dtype or shape
-        than the plan assumed, or the ABI's own checks fail (:attr:`fact.abi.Abi.check`)."""
+        than the plan assumed, or the family's own checks fail
+        (:meth:`fact.families.KernelCall.check`)."""
         if self.disabled_reason:
             return self.disabled_reason
         if self.functions is None:
@@ -167,12 +154,12 @@ class KernelBinding:
                 return f"{name} has dtype {t.dtype}, the plan assumed {want['dtype']}"
             if list(t.shape) != want["shape"]:
                 return f"{name} has shape {list(t.shape)}, the plan assumed {want['shape']}"
-        return self.abi.check(self, inputs)
+        return self.call.check(inputs)
 
     def args(self, inputs: Sequence[torch.Tensor], out: torch.Tensor) -> ctypes.Structure:
-        """The ABI's arguments structure for a call on ``inputs`` writing ``out``
-        (:func:`fact.abi.gemm_args` or :func:`fact.abi.attention_args`)."""
-        return self.abi.make_args(self, inputs, out)
+        """The family's arguments structure for a call on ``inputs`` writing ``out``
+        (:meth:`fact.families.KernelCall.args`)."""
+        return self.call.args(inputs, out)
 
     # ------------------------------------------------------------------- call
     def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -220,7 +207,7 @@ class KernelBinding:
         if self._accepted is not None and self._accepted[0] == key:
             ws_bytes = self._accepted[1]
         elif (code := fns.can_implement(ctypes.byref(args))) != 0:
-            meaning = self.abi.error_text(code)
+            meaning = self.family.error_text(code)
             return None, (f"can_implement rejected the arguments (code {code}"
                           + (f": {meaning})" if meaning else ")"))
         else:
@@ -232,7 +219,7 @@ class KernelBinding:
         code = fns.run(ctypes.byref(args), ws.data_ptr() if ws is not None else None,
                        ws_bytes, ctypes.c_void_p(stream))
         if code != 0:
-            meaning = self.abi.error_text(code)
+            meaning = self.family.error_text(code)
             raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
                                f"{self.pattern['id']}) failed with code {code}"
                                + (f" ({meaning})" if meaning else ""))

@@ -40,7 +40,7 @@ import math
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
-from fact.attention import summary as attention_summary
+from fact.families import find_family
 
 __all__ = ["write_module_report", "coverage", "pattern_times", "SECTION_MARKER",
            "TIMES_PNG", "PATTERNS_PNG", "PLOTS_SKIPPED_NO_MATPLOTLIB", "VARIANT_LABELS"]
@@ -76,21 +76,23 @@ def _median_ms(timing: Any) -> float | None:
 
 def pattern_times(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per manifest pattern: ``id``, ``nodes``, ``impl``, ``kernel``, ``fused``, ``abi``
-    (``"gemm"`` or ``"attention"``), ``detail`` (for attention: mask kind, heads and GQA ratio,
-    head dim; else ""), ``before_ms`` (``aten_ms`` when the ATen check measured the pattern's
-    ATen nodes in the module, else ``vendor_ms``), ``after_ms`` (``time_ms``, the chosen
-    candidate's) and ``speedup`` (before / after; ``None`` when either time is missing or
-    not positive)."""
+    (the kernel family's name, :func:`fact.families.find_family`; the entry's own ``abi``
+    when no family has it), ``detail`` (the family's
+    :meth:`fact.families.Family.report_detail`: for attention the mask kind, heads and GQA
+    ratio, head dim; else ""), ``before_ms`` (``aten_ms`` when the ATen check measured the
+    pattern's ATen nodes in the module, else ``vendor_ms``), ``after_ms`` (``time_ms``, the
+    chosen candidate's) and ``speedup`` (before / after; ``None`` when either time is
+    missing or not positive)."""
     out = []
     for p in manifest.get("patterns", []):
         before = _num(p.get("aten_ms", p.get("vendor_ms")))
         after = _num(p.get("time_ms"))
-        problem = p.get("problem") or {}
-        abi = p.get("abi") or ("attention" if problem.get("kind") == "attention" else "gemm")
+        family = find_family(p)
         out.append({"id": p.get("id", "?"), "nodes": list(p.get("nodes", [])),
                     "impl": p.get("impl", "?"), "kernel": p.get("kernel"),
-                    "fused": bool(p.get("fused")), "abi": abi,
-                    "detail": attention_summary(problem) if abi == "attention" else "",
+                    "fused": bool(p.get("fused")),
+                    "abi": family.name if family is not None else str(p.get("abi")),
+                    "detail": family.report_detail(p) if family is not None else "",
                     "before_ms": before, "after_ms": after,
                     "speedup": before / after if before and after and after > 0 else None})
     return out
@@ -244,7 +246,7 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
             if p["fused"]:
                 kernel += " (fused tail)"
             if p["detail"]:
-                kernel += f" (attention: {p['detail']})"
+                kernel += f" ({p['abi']}: {p['detail']})"
             if p["id"] in aten:
                 kernel += " — not run: its ATen nodes run (see above)"
             lines.append("| " + " | ".join(_cell(c) for c in (

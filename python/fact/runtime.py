@@ -6,16 +6,13 @@ The module interprets ``graph.json`` node by node:
   ``torch.ops.aten.linear.default``);
 - a pattern with ``impl: "cutlass"`` runs at its output node through the custom op
   ``fact::<pattern id>`` (:mod:`fact.kernels`); its other nodes are skipped, unless a value
-  they produce is used outside the pattern. A fused pattern (``"fused": true``) lists the
-  GEMM's nodes then its elementwise tail's, and its output is the tail's: the kernel
-  computes the tail in its epilogue, reading the tail's external inputs (``epilogue.inputs``)
-  through ``FactGemmArgs.epi``. Without ``fused`` the tail's nodes are not pattern nodes and
-  run as ATen ops;
-- a pattern with ``impl: "cutlass"`` and ``"abi": "attention"`` (a fused attention kernel)
-  runs the same way with :class:`fact.abi.FactAttentionArgs`: its inputs are q, k, v (and
-  the mask tensor) first, read in place with their actual strides. A causal pattern whose
-  mask was proven from a registered buffer runs as a kernel only while that buffer is still
-  lower-triangular (checked once at load, :meth:`FactModule.check_causal_buffers`);
+  they produce is used outside the pattern. The entry's kernel family
+  (:func:`fact.families.family_of`, by its ``"abi"``) checks it against the graph when the
+  artifact loads, names the operands that come first among the kernel's inputs, and fills
+  the family's arguments structure on each call (:mod:`fact.families.gemm`: a GEMM and its
+  fused elementwise tail; :mod:`fact.families.attention`: fused attention, whose causal
+  masks proven from a registered buffer are re-checked at load,
+  :meth:`FactModule.check_causal_buffers`);
 - a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work).
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
@@ -31,8 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from fact import attention
-from fact.abi import abi_of
+from fact.families import family_of
 from fact.kernels import KernelBinding, KernelLibrary, fact_op, register_binding
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
@@ -228,8 +224,9 @@ class FactModule(torch.nn.Module):
             else:
                 self.register_buffer(name, t, persistent=False)
         self.bindings: dict[str, KernelBinding] = {}
-        # Pattern id -> the buffers its causal mask was proven from (re-checked below).
-        self._causal_buffers: dict[str, list[str]] = {}
+        # Pattern id -> the buffers its kernel's family proved it from (e.g. a causal
+        # mask's tril buffer), re-checked below.
+        self._proven_buffers: dict[str, list[str]] = {}
         self._steps = self._build_steps(manifest, library)
         self.check_causal_buffers()
 
@@ -265,13 +262,11 @@ class FactModule(torch.nn.Module):
                                     f"produced by its nodes")
             if library is None:
                 raise ArtifactError(f"pattern {pat['id']} needs the kernel library")
-            if pat.get("fused"):
-                self._check_fused(pat)
             binding = self._binding(pat, members, types, library)
             read = [r for m in members for r in m.inputs()]
-            buffers = attention.causal_buffers(pat.get("problem") or {}, read, params)
+            buffers = binding.family.proven_buffers(pat, read, params)
             if buffers:
-                self._causal_buffers[pat["id"]] = buffers
+                self._proven_buffers[pat["id"]] = buffers
             kernel_at[out_node.name] = _KernelNode(binding, register_binding(binding))
             self.bindings[pat["id"]] = binding
             member_names = {m.name for m in members}
@@ -292,31 +287,16 @@ class FactModule(torch.nn.Module):
         return steps
 
     @staticmethod
-    def _check_fused(pat: dict) -> None:
-        """A fused pattern's epilogue must name its output and be among its nodes."""
-        epi = pat.get("epilogue")
-        if not isinstance(epi, dict):
-            raise ArtifactError(f"pattern {pat['id']}: fused, but it has no epilogue")
-        if epi.get("output") != pat["output"]:
-            raise ArtifactError(f"pattern {pat['id']}: fused, but its output "
-                                f"{pat['output']} is not the epilogue's ({epi.get('output')})")
-        missing = [n for n in epi.get("nodes", []) if n not in pat["nodes"]]
-        if missing or not epi.get("nodes"):
-            raise ArtifactError(f"pattern {pat['id']}: fused, but epilogue nodes "
-                                f"{missing or '[]'} are not among its nodes {pat['nodes']}")
-
-    @staticmethod
     def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],
                  library: KernelLibrary) -> KernelBinding:
         try:
-            abi = abi_of(pat)
-            if abi.name == "attention":
-                attention.check_pattern(pat, types)
+            family = family_of(pat)
+            family.check_pattern(pat, types)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
         produced = {o for m in members for o in m.outputs}
         input_names: list[str] = []
-        for role in abi.roles:
+        for role in family.roles:
             name = pat.get("operands", {}).get(role)
             if name in produced:
                 raise ArtifactError(f"pattern {pat['id']}: operand {role} = {name} is computed "
@@ -339,10 +319,10 @@ class FactModule(torch.nn.Module):
         if out_type is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
         expected = {n: types[n] for n in input_names if types.get(n) is not None}
-        functions = library.kernel(pat["symbol"], abi.args_type)
-        try:  # a fused tail's inputs are placed (epilogue_slots) as the binding is made
+        functions = library.kernel(pat["symbol"], family.args_type)
+        try:  # the family's call is made with the binding (e.g. a fused tail's inputs placed)
             return KernelBinding(pat, functions, input_names, expected, out_type, fallback,
-                                 abi)
+                                 family)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
@@ -381,29 +361,30 @@ class FactModule(torch.nn.Module):
                 if b.disabled_reason}
 
     def check_causal_buffers(self) -> dict[str, str]:
-        """Re-check the buffers causal attention patterns were proven from.
+        """Re-check the buffers kernel patterns were proven from.
 
         Discovery matched a causal mask built from a registered buffer because, at export,
-        the buffer was ``torch.tril(torch.ones(...))``. A buffer of this module that no
-        longer is (:func:`fact.attention.tril_mismatch`: one comparison per buffer) disables
-        the pattern's kernel: its calls run the pattern's ATen nodes, counted as fallbacks
-        with the reason. Runs once when the module is built; call it again after changing a
-        buffer in place.
+        the buffer was ``torch.tril(torch.ones(...))``; the pattern's family names such
+        buffers (:meth:`fact.families.Family.proven_buffers`) and says whether each still
+        holds what the proof relied on (:meth:`fact.families.Family.buffer_reason`; for
+        attention :func:`fact.families.attention.tril_mismatch`: one comparison per buffer).
+        A buffer of this module that no longer does disables the pattern's kernel: its calls
+        run the pattern's ATen nodes, counted as fallbacks with the reason. Runs once when
+        the module is built; call it again after changing a buffer in place.
 
         Returns:
             Pattern id -> reason, for the patterns disabled now (a pattern whose buffers
             pass again is enabled).
         """
         disabled: dict[str, str] = {}
-        for pid, names in self._causal_buffers.items():
+        for pid, names in self._proven_buffers.items():
+            binding = self.bindings[pid]
             reason = ""
             for name in names:
-                why = attention.tril_mismatch(getattr(self, name))
-                if why:
-                    reason = (f"buffer {name} is no longer lower-triangular ({why}): the "
-                              f"causal mask was proven from it, so the ATen nodes run")
+                reason = binding.family.buffer_reason(name, getattr(self, name))
+                if reason:
                     break
-            self.bindings[pid].disabled_reason = reason
+            binding.disabled_reason = reason
             if reason:
                 disabled[pid] = reason
         return disabled

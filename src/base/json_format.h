@@ -2,10 +2,21 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace fact {
+
+/// Reads one JSON document as every FACT reader does (graph, plan, realized, manifest,
+/// registry import). Stricter than nlohmann::json::parse in two ways: nesting deeper than
+/// check_nesting_depth's limit, and an object that holds the same key twice (which
+/// nlohmann would resolve silently to the last), are errors. Throws fact::Error naming
+/// `what` and the problem: "<what>: duplicate key \"k\" in one object (inside \"p\")",
+/// "<what>: nesting deeper than ...", or "<what>: <the parser's message>". Json is
+/// nlohmann::json (keys sorted) or nlohmann::ordered_json (keys in file order).
+template <typename Json = nlohmann::json>
+Json parse_json_document(std::string_view text, std::string_view what);
 
 /// `j` indented by two spaces per level, except that an object or array whose one-line
 /// form fits in `width` columns stays on one line. Ends with a newline. Any JSON reader

@@ -15,9 +15,12 @@ void add_realize_command(CLI::App& app) {
   cmd->add_option("-o,--output", *out, "realized.json to write");
   cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (docs/00-design.md §4)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
-  cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact)");
-  cmd->add_option("-j,--jobs", opt->jobs, "parallel nvcc processes (default: by cores and memory)");
-  cmd->add_option("--tune-budget", opt->tune_budget, "CUTLASS candidates built per pattern, best-ranked first (0 = all)");
+  cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact)")
+      ->check(directory_or_new());
+  cmd->add_option("-j,--jobs", opt->jobs, "parallel nvcc processes (default 0: by cores and memory)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tune-budget", opt->tune_budget, "CUTLASS candidates built per pattern, best-ranked first (0 = all)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--nvcc", opt->nvcc, "nvcc to use");
   cmd->add_option("--cutlass", opt->cutlass_dir, "CUTLASS directory (with include/ and tools/util/include/)");
   cmd->add_option("--trials", opt->trials, "timed trials per candidate (>= 20)")->check(CLI::Range(20, 100000));

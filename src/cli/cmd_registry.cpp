@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "engine/build.h"
 #include "registry/registry.h"
 
@@ -40,8 +41,7 @@ void add_registry_command(CLI::App& app) {
   auto* imp = cmd->add_subcommand("import", "add the records of an exported JSON array");
   imp->add_option("file", *in, "exported records")->required()->check(CLI::ExistingFile);
   imp->callback([open, in] {
-    const auto records = nlohmann::json::parse(read_file(*in), nullptr, false);
-    if (records.is_discarded()) throw fact::Error(*in + " is not JSON");
+    const auto records = parse_json_document(read_file(*in), *in);
     std::cout << "registry: imported " << open()->import_json(records) << " records\n";
   });
 }

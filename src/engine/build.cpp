@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -164,9 +166,20 @@ std::vector<BuildResult> build_kernels(const std::vector<BuildRequest>& requests
       if (progress) progress(r, ++done, int(requests.size()));
     }
   };
+  // One worker per job, but never more workers than kernels to build (--jobs may be any
+  // size); a thread the system refuses ends the pool cleanly and is reported.
+  const size_t workers = std::clamp<size_t>(size_t(std::max(1, jobs)), 1, std::max<size_t>(1, requests.size()));
   std::vector<std::thread> pool;
-  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  std::string refused;
+  for (size_t j = 0; j < workers && refused.empty(); ++j) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error& e) {
+      refused = e.what();
+    }
+  }
   for (auto& t : pool) t.join();
+  if (pool.empty()) throw Error("build: cannot start a build thread: " + refused);
   return results;
 }
 

@@ -52,6 +52,24 @@ void check_type(const TensorType& t, const std::string& value) {
                 " dimensions but strides has " + std::to_string(t.strides.size()));
   for (int64_t d : t.shape)
     if (d < 0) throw Error("value '" + value + "': negative dimension " + std::to_string(d));
+  // The bytes a tensor spans: (its largest element offset + 1) x element size. Strides are
+  // never negative (torch has none), and no tensor on a GPU spans 2^48 bytes (256 TiB): the
+  // bound keeps every offset FACT computes (in int64, and in the kernels' index math) exact.
+  constexpr int64_t kMaxSpanBytes = int64_t(1) << 48;
+  int64_t last = 0;
+  bool empty = false;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if (t.strides[i] < 0)
+      throw Error("value '" + value + "': negative stride " + std::to_string(t.strides[i]));
+    if (t.shape[i] == 0) empty = true;
+    if (t.shape[i] > 1 && t.strides[i] > (kMaxSpanBytes - last) / (t.shape[i] - 1))
+      throw Error("value '" + value + "': dimension " + std::to_string(i) + " (size " + std::to_string(t.shape[i]) +
+                  ", stride " + std::to_string(t.strides[i]) + ") spans more than 2^48 elements");
+    if (t.shape[i] > 1) last += (t.shape[i] - 1) * t.strides[i];
+  }
+  if (!empty && (last + 1) > kMaxSpanBytes / element_size(t.dtype))
+    throw Error("value '" + value + "': spans " + std::to_string(last + 1) + " elements of " +
+                std::to_string(element_size(t.dtype)) + " bytes, more than 2^48 bytes");
 }
 
 // Expected output name: `<node>` for a single tensor output, `<node>.<i>` for tuples.
@@ -89,6 +107,7 @@ GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
   for (const auto& n : g.nodes) {
     if (!node_names.insert(n.name).second)
       throw Error("node '" + n.name + "' is defined twice");
+    if (n.op.empty()) throw Error("node '" + n.name + "' has an empty op (expected \"aten.<op>.<overload>\")");
     auto use = [&](const std::string& ref) {
       auto it = values_.find(ref);
       if (it == values_.end())

@@ -219,14 +219,7 @@ Graph graph_from_json(const json& j) {
 }
 
 Graph graph_from_json_string(std::string_view text) {
-  check_nesting_depth(text, "graph JSON");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(std::string("graph JSON: ") + e.what());
-  }
-  return graph_from_json(j);
+  return graph_from_json(parse_json_document<json>(text, "graph JSON"));
 }
 
 json graph_to_json(const Graph& g) {

@@ -125,6 +125,14 @@ fs::path default_registry_path(const fs::path& cache_dir) {
 
 Registry::Registry(const fs::path& path) {
   std::error_code ec;
+  // Only a database file may be moved aside: a directory (or device, socket...) given as
+  // the database is the user's, and is never renamed or replaced.
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    throw Error("registry: " + path.string() + " is " +
+                (fs::is_directory(path, ec) ? "a directory" : "not a regular file") +
+                ", not a registry database; name a database file (e.g. " +
+                (path / "registry.sqlite3").string() + ")");
+  }
   if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
   db_ = open_checked(path);
   if (!db_) {
@@ -200,12 +208,25 @@ json Registry::export_json() const {
 
 int Registry::import_json(const json& records) {
   if (!records.is_array()) throw Error("registry import: expected a JSON array of records");
-  int n = 0;
-  for (const auto& j : records) {
-    put(record_from_json(j));
-    ++n;
+  // Every record is read before any is written, and all are written in one transaction:
+  // a file with one bad record imports nothing.
+  std::vector<TuningRecord> parsed;
+  for (size_t i = 0; i < records.size(); ++i) {
+    try {
+      parsed.push_back(record_from_json(records[i]));
+    } catch (const Error& e) {
+      throw Error("registry import: record #" + std::to_string(i) + ": " + e.what() + " (nothing imported)");
+    }
   }
-  return n;
+  exec(db_, "BEGIN IMMEDIATE");
+  try {
+    for (const auto& r : parsed) put(r);
+    exec(db_, "COMMIT");
+  } catch (...) {
+    exec(db_, "ROLLBACK");
+    throw;
+  }
+  return int(parsed.size());
 }
 
 }  // namespace fact::registry

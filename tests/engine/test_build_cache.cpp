@@ -76,6 +76,16 @@ TEST_F(CacheTest, SecondBuildIsACacheHitAndCompilesNothing) {
   EXPECT_NE(first[0].key, first[1].key);
 }
 
+TEST_F(CacheTest, JobsBeyondTheKernelCountStartOneWorkerPerKernel) {
+  // --jobs 100000 once started 100000 threads and aborted when the system refused one.
+  std::vector<BuildRequest> reqs{{"k1", "good kernel one"}, {"k2", "good kernel two"}};
+  auto results = build_kernels(reqs, tc, root / "cache", 100000000);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[0].ok && results[1].ok);
+  EXPECT_EQ(calls(root / "bin"), 4);
+  EXPECT_TRUE(build_kernels({}, tc, root / "cache", 100000000).empty());
+}
+
 TEST_F(CacheTest, AnotherToolchainIsAMiss) {
   std::vector<BuildRequest> reqs{{"k1", "good kernel"}};
   auto a = build_kernels(reqs, tc, root / "cache", 1);

@@ -79,6 +79,44 @@ TEST(GraphJson, ErrorsNameTheJsonPath) {
   EXPECT_EQ(read_error(R"({"format": "fact.plan", "version": 1})"), "format: expected \"fact.graph\"");
 }
 
+TEST(GraphJson, DuplicateKeysAreErrorsNotTheLastValue) {
+  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 1, "version": 2})"),
+            "graph JSON: duplicate key \"version\" in one object");
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},
+                    "outputs": [{"name": "n", "type": {"dtype": "float32", "dtype": "float16",
+                                                       "shape": [2], "strides": [1]}}]})")),
+            "graph JSON: duplicate key \"dtype\" in one object (inside \"type\")");
+  // The same key in two different objects is fine.
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},
+                    "outputs": [{"name": "n", "type": {"dtype": "float32", "shape": [2], "strides": [1]}}]})")),
+            "(no error)");
+}
+
+TEST(GraphJson, AnEmptyOpIsAnError) {
+  // An empty op was read, but the text form it prints cannot be read back.
+  EXPECT_EQ(read_error(graph_with_node(R"({"name": "n", "op": "", "args": [], "kwargs": {}, "outputs": []})")),
+            "node 'n' has an empty op (expected \"aten.<op>.<overload>\")");
+}
+
+TEST(GraphJson, StridesBeyondAnyGpuAddressAreErrors) {
+  auto with_input = [](const std::string& shape, const std::string& strides) {
+    return R"({"format": "fact.graph", "version": 1, "name": "G",
+      "inputs": [{"name": "x", "kind": "user_input",
+                  "type": {"dtype": "float32", "shape": )" + shape + R"(, "strides": )" + strides + R"(}}],
+      "params": [], "nodes": [], "outputs": [{"ref": "x"}]})";
+  };
+  EXPECT_EQ(read_error(with_input("[4, 2]", "[4611686018427387904, 1]")),
+            "value 'x': dimension 0 (size 4, stride 4611686018427387904) spans more than 2^48 elements");
+  EXPECT_EQ(read_error(with_input("[2, 2]", "[70368744177664, 1]")),
+            "value 'x': spans 70368744177666 elements of 4 bytes, more than 2^48 bytes");
+  EXPECT_EQ(read_error(with_input("[2]", "[-1]")), "value 'x': negative stride -1");
+  // A size-1 or empty dimension never moves the offset, whatever its stride.
+  EXPECT_EQ(read_error(with_input("[1, 2]", "[4611686018427387904, 1]")), "(no error)");
+  EXPECT_EQ(read_error(with_input("[0, 2]", "[4611686018427387904, 1]")), "(no error)");
+}
+
 TEST(GraphIndex, Lookups) {
   Graph g = graph_from_json_string(graph_with_node(
       R"({"name": "relu", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},

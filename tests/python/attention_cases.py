@@ -8,14 +8,14 @@ import ctypes
 import json
 import math
 import os
-import shutil
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from fact.abi import FactAttentionArgs
+from artifacts import write_artifact
 from fact.export import export, write_graph
+from fact.families.attention import FactAttentionArgs
 
 __all__ = ["attn_artifact", "attn_pattern", "attn_problem", "discover_plan", "last_args",
            "MinGptAttention", "MINGPT_NODES", "mingpt_artifact", "mingpt_qkv"]
@@ -42,14 +42,7 @@ def discover_plan(tmp_path, graph: dict) -> dict:
 def attn_artifact(tmp_path, graph: dict, patterns: list[dict], lib: str) -> str:
     """``tmp_path/artifact`` with ``graph``, a manifest of ``patterns`` and ``lib`` as its
     kernel library; returns its path."""
-    art = tmp_path / "artifact"
-    art.mkdir()
-    write_graph(graph, art / "graph.json")
-    (art / "manifest.json").write_text(json.dumps({
-        "format": "fact.manifest", "version": 1, "policy": "fp32",
-        "library": "libfact_kernels.so", "graph": "graph.json", "patterns": patterns}))
-    shutil.copy(lib, art / "libfact_kernels.so")
-    return str(art)
+    return write_artifact(tmp_path, graph, patterns, lib)
 
 
 def attn_pattern(nodes: list[str], output: str, operands: dict, problem: dict, symbol: str,

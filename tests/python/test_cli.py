@@ -153,3 +153,30 @@ def test_uninformative_reference_is_verified_on_drawn_inputs(tmp_path, capsys, f
     assert row["verified"] is True
     assert row["verified_on"] and row["verified_on"][0].startswith("randn x")
     assert "Verified on drawn inputs" in result.with_suffix(".md").read_text()
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("--out", "afile/sub", "is a file, not a directory"),
+    ("--cache", "afile", "is a file, not a directory"),
+    ("--tune-budget", "-1", "must be at least 0"),
+    ("--jobs", "0", "must be at least 1"),
+    ("--trials", "5", "must be at least 20"),
+])
+def test_a_bad_flag_exits_2_naming_it_before_any_work(flag, value, message, tmp_path, capsys,
+                                                       problem_file, fake_factc) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    arg = str(tmp_path / value) if flag in ("--out", "--cache") else value
+    with pytest.raises(SystemExit) as stop:
+        main(["optimize", problem_file, flag, arg])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert flag in err and message in err, err
+    assert afile.read_text() == "mine"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_new_out_directory_under_an_existing_one_is_accepted(tmp_path) -> None:
+    from fact.cli import directory_arg
+    assert directory_arg("--out")(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")
+    assert not (tmp_path / "a").exists()

@@ -252,3 +252,13 @@ class _DeadBranch(nn.Module):
 def test_dead_nodes_are_left_out() -> None:
     g = export(_DeadBranch(), [torch.randn(3, 4)])
     assert [n["op"] for n in g["nodes"]] == ["aten.mul.Tensor"]
+
+
+@pytest.mark.parametrize("extra", [3, None])
+def test_a_model_returning_a_non_tensor_is_an_export_error(extra) -> None:
+    class Returns(nn.Module):
+        def forward(self, x):
+            return x * 2, extra
+
+    with pytest.raises(ExportError, match=r"graph output 1: the model returns .*not a tensor"):
+        export(Returns(), [torch.randn(2, 3)])

@@ -97,6 +97,24 @@ TEST_F(RegistryTest, ExportThenImportReproducesTheRecords) {
   EXPECT_THROW(other.import_json(json::array({{{"gpu", "x"}}})), fact::Error);
 }
 
+TEST_F(RegistryTest, AFileWithOneBadRecordImportsNothing) {
+  json exported;
+  {
+    Registry reg(dir / "a.sqlite3");
+    reg.put(record(h200_key(), "k1", 1.0));
+    exported = reg.export_json();
+  }
+  exported.push_back({{"gpu", "x"}});  // a later record without its other fields
+  Registry other(dir / "b.sqlite3");
+  try {
+    other.import_json(exported);
+    FAIL() << "a bad record was imported";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("record #1"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(other.list().empty());
+}
+
 TEST_F(RegistryTest, CorruptDatabaseIsMovedAsideAndRebuilt) {
   fs::create_directories(dir);
   fact::write_file(dir / "r.sqlite3", std::string(4096, 'x'));
@@ -105,4 +123,20 @@ TEST_F(RegistryTest, CorruptDatabaseIsMovedAsideAndRebuilt) {
   EXPECT_TRUE(fs::exists(dir / "r.sqlite3.corrupt"));
   reg.put(record(h200_key(), "k", 1.0));
   EXPECT_TRUE(reg.get(h200_key()).has_value());
+}
+
+TEST_F(RegistryTest, ADirectoryGivenAsTheDatabaseIsNeverMovedOrReplaced) {
+  const fs::path cache = dir / "cache";
+  fs::create_directories(cache / "kernels");
+  fact::write_file(cache / "kernels" / "keep.so", "user data");
+  try {
+    Registry reg(cache);
+    FAIL() << "a directory was opened as a registry database";
+  } catch (const fact::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find((cache / "registry.sqlite3").string()), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_directory(cache));
+  EXPECT_EQ(fact::read_file(cache / "kernels" / "keep.so"), "user data");
+  EXPECT_FALSE(fs::exists(dir / "cache.corrupt"));
 }

@@ -1,4 +1,4 @@
-"""Fused-attention patterns in the runtime, on CPU: FactAttentionArgs is filled from the
+"""The attention family (python/fact/families/attention.py) in the runtime, on CPU: FactAttentionArgs is filled from the
 actual q/k/v strides and the problem's output strides, and the runtime path runs end to end
 against a host-memory stand-in attention library (tests/python/fake_attention.c, built from
 src/families/attention/abi.h) that computes attention through the ABI."""
@@ -17,8 +17,8 @@ import torch.nn.functional as F
 
 from attention_cases import (attn_artifact, attn_pattern, attn_problem, discover_plan, last_args,
                              mingpt_artifact, mingpt_qkv)
-from fact.abi import FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs, mask_strides
-from fact.attention import causal_buffers, check_pattern, tril_mismatch
+from fact.families.attention import (FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs,
+                                    causal_buffers, check_pattern, mask_strides, tril_mismatch)
 from fact.export import export
 from fact.runtime import ArtifactError, load
 
@@ -40,7 +40,7 @@ def test_views_of_one_qkv_tensor_fill_the_args_field_by_field(tmp_path,
     art, model = mingpt_artifact(tmp_path, attention_library)
     fm = load(art, model)
     binding = fm.bindings["p0"]
-    assert binding.abi.name == "attention"
+    assert binding.family.name == "attention"
     assert binding.input_names == ["transpose_1", "transpose", "transpose_2", "b_bias"]
     x = torch.randn(2, 8, 32)
     with torch.no_grad():

@@ -1,0 +1,119 @@
+"""What the runtime asks of a kernel family (docs/05-composition.md, "Kernel families").
+
+A :class:`Family` is the Python twin of one ``src/families/<name>/``: its kernels' C ABI
+(the ctypes arguments structure), the operand roles that come first among a pattern's
+inputs, the load-time check of a manifest entry against the graph, the per-call operand
+checks and argument builder (a :class:`KernelCall`, made once per pattern), the meaning of
+its return codes, the buffers its proofs rely on, and its report detail. The runtime
+(:mod:`fact.runtime`, :mod:`fact.kernels`, :mod:`fact.aten_check`, :mod:`fact.module_report`)
+only ever goes through these methods; which family a manifest entry belongs to is decided
+by :func:`fact.families.family_of` over the explicit list :data:`fact.families.FAMILIES`.
+"""
+
+from __future__ import annotations
+
+import abc
+import ctypes
+from typing import Iterable, Mapping, Sequence
+
+import torch
+
+__all__ = ["Family", "KernelCall", "role_indices", "CUDA_ERROR_BASE"]
+
+#: Return codes from this value up are ``10000 + cudaError_t`` in every family's ABI.
+CUDA_ERROR_BASE = 10000
+
+
+def role_indices(pattern: Mapping, input_names: Sequence[str]) -> dict[str, int]:
+    """Operand role (``"a"``, ``"q"``, ``"mask"``, ...) -> its index in ``input_names``, for
+    the roles of the manifest entry's ``operands`` that are among the inputs."""
+    names = list(input_names)
+    return {role: names.index(name) for role, name in (pattern.get("operands") or {}).items()
+            if name in names}
+
+
+class KernelCall(abc.ABC):
+    """How one pattern's kernel is called: made by :meth:`Family.bind` when the artifact
+    loads, from the manifest entry and the binding's input names, and kept by the
+    :class:`fact.kernels.KernelBinding`. It holds everything it reads (sizes, operand
+    indices, expected strides); the binding hands it the call's tensors only."""
+
+    @abc.abstractmethod
+    def check(self, inputs: Sequence[torch.Tensor]) -> str:
+        """Why ``inputs`` cannot be passed to the kernel beyond device, dtype and shape
+        (which the binding checks for every family); "" when they can."""
+
+    @abc.abstractmethod
+    def args(self, inputs: Sequence[torch.Tensor], out: torch.Tensor) -> ctypes.Structure:
+        """The arguments structure for a call on ``inputs`` writing ``out``; only called
+        after :meth:`check` accepted ``inputs``."""
+
+
+class Family(abc.ABC):
+    """One kernel family, as the runtime sees it.
+
+    Attributes:
+        name: the manifest entry's ``"abi"`` (and the family's name in ``src/families/``).
+        rules: the discovery rules whose patterns it implements (the manifest's ``"rule"``).
+        problem_kind: its problem descriptor's ``"kind"``.
+        args_type: the ctypes mirror of the C arguments structure every entry point takes a
+            pointer to.
+        roles: operand roles that come first among the custom op's inputs, in this order
+            (absent roles are skipped).
+        errors: return code -> meaning, for the family's own codes.
+        aten_check_by_default: realize compares its kernels with a bound of their ATen path
+            only, so the module times them against their ATen nodes (:mod:`fact.aten_check`)
+            even when the manifest entry predates the ``"aten_check"`` mark.
+    """
+
+    name: str
+    rules: tuple[str, ...]
+    problem_kind: str
+    args_type: type[ctypes.Structure]
+    roles: tuple[str, ...]
+    errors: Mapping[int, str]
+    aten_check_by_default: bool = False
+
+    def __repr__(self) -> str:
+        return f"<kernel family {self.name}>"
+
+    def check_pattern(self, pattern: Mapping, types: Mapping[str, dict | None]) -> None:
+        """Check a manifest entry against the graph's value types when an artifact loads.
+
+        Raises:
+            ValueError: the entry cannot be bound; the message says what is wrong.
+        """
+
+    @abc.abstractmethod
+    def bind(self, pattern: Mapping, input_names: Sequence[str],
+             expected: Mapping[str, dict]) -> KernelCall:
+        """The :class:`KernelCall` of a manifest entry whose custom op takes ``input_names``
+        (``expected``: value name -> the graph ``type`` the plan assumed).
+
+        Raises:
+            ValueError: the entry asks for something the ABI cannot pass.
+        """
+
+    def error_text(self, code: int) -> str:
+        """A readable meaning of a nonzero return ``code`` ("" when unknown)."""
+        if code in self.errors:
+            return self.errors[code]
+        if code >= CUDA_ERROR_BASE:
+            return f"CUDA error {code - CUDA_ERROR_BASE}"
+        return ""
+
+    def proven_buffers(self, pattern: Mapping, read: Iterable[str],
+                       params: Mapping[str, Mapping]) -> list[str]:
+        """The registered buffers whose values discovery relied on for this pattern, to be
+        re-checked with :meth:`buffer_reason` (``read``: the graph values the pattern's
+        nodes read; ``params``: placeholder name -> graph ``params`` entry)."""
+        return []
+
+    def buffer_reason(self, name: str, value: torch.Tensor) -> str:
+        """Why buffer ``name`` (one of :meth:`proven_buffers`) no longer holds what the
+        pattern was proven from, so that its ATen nodes must run; "" when it still does."""
+        return ""
+
+    def report_detail(self, pattern: Mapping) -> str:
+        """One line the module report adds to the pattern's kernel ("" for none)."""
+        return ""

@@ -1,0 +1,53 @@
+"""fact.bench's float64 reference: the model the user gave, run with float64 state."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn as nn
+
+from fact.bench import Float64ReferenceError, float64_reference
+
+
+class ClosureMlp(nn.Module):
+    """KernelBench level 3 #44's spelling: forward reaches submodules through a lambda
+    captured in __init__ (a deep copy converted to float64 would still call float32 ones)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mlp = nn.ModuleDict(dict(c_fc=nn.Linear(16, 32), act=nn.GELU(), c_proj=nn.Linear(32, 16)))
+        m = self.mlp
+        self.mlpf = lambda x: m.c_proj(m.act(m.c_fc(x)))
+        self.register_buffer("shift", torch.randn(16))
+
+    def forward(self, x):
+        return x + self.mlpf(x) + self.shift
+
+
+def test_the_reference_reaches_submodules_called_through_a_closure() -> None:
+    torch.manual_seed(0)
+    model = ClosureMlp()
+    x = torch.randn(4, 16)
+    ref = float64_reference(model, [x], device="cpu")
+    assert ref.dtype == torch.float64
+    m = model.mlp
+    xd = x.double()
+    h = torch.nn.functional.gelu(xd @ m.c_fc.weight.double().t() + m.c_fc.bias.double())
+    want = xd + h @ m.c_proj.weight.double().t() + m.c_proj.bias.double() + model.shift.double()
+    torch.testing.assert_close(ref, want, rtol=1e-12, atol=1e-12)
+    # The model's own tensors are left as they were.
+    assert model.mlp.c_fc.weight.dtype == torch.float32 and model.shift.dtype == torch.float32
+    assert model.mlpf(x).dtype == torch.float32
+
+
+def test_a_forward_that_cannot_run_in_float64_is_a_clear_error() -> None:
+    class Float32Table(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.fc(x) @ torch.ones(8, 8, dtype=torch.float32)  # built in float32 itself
+
+    with pytest.raises(Float64ReferenceError, match=r"could not be computed.*RuntimeError"):
+        float64_reference(Float32Table(), [torch.randn(2, 8)], device="cpu")
