@@ -3,8 +3,8 @@
 #include <set>
 #include <vector>
 
-#include "common/error.h"
-#include "common/nesting.h"
+#include "base/error.h"
+#include "base/nesting.h"
 
 namespace fact {
 namespace {
