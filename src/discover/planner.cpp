@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "discover/canonical/canonical.h"
 #include "discover/plan.h"
 
 namespace fact::discover {
@@ -36,8 +37,11 @@ struct Candidate {
 
 }  // namespace
 
-Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision precision) {
-  const graph::GraphIndex index(graph);
+Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precision precision) {
+  // 0. Every rule sees the canonical graph (discover/canonical/canonical.h).
+  const CanonicalGraph canonical = canonicalize(exported);
+  const graph::Graph& graph = canonical.graph;
+  const graph::GraphIndex index(graph), exported_index(exported);
   const MatchContext ctx{index, precision};
 
   // 1. Every rule over every node.
@@ -48,7 +52,8 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     for (const Rule& rule : rules.rules()) {
       MatchResult r = rule.match(ctx, node);
       if (auto* m = std::get_if<Match>(&r)) {
-        Estimate e = estimate(m->work, unfused_bytes(index, m->nodes));
+        Estimate e =
+            estimate(m->work, unfused_bytes(exported_index, exported_nodes(exported_index, canonical, m->nodes, m->output)));
         candidates.push_back({&rule, i, std::move(*m), std::move(e)});
       } else if (auto* rej = std::get_if<Rejection>(&r)) {
         rejections.push_back({node.name, node.op, std::string(rule.name), rej->reason});
@@ -124,6 +129,8 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     plan.fallback.push_back(
         {node.name, node.op, lost != lost_to.end() ? lost->second : "no rule matches"});
   }
+  // 4. The nodes the canonical form dropped: into the pattern they sit inside, or fallback.
+  restore_dropped(exported, canonical, plan);
   return plan;
 }
 
