@@ -109,6 +109,9 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
     std::set<std::string> members(p.nodes.begin(), p.nodes.end());
     r.close(p.nodes, members, p.output);
     std::string why = r.leak(members, p.output);
+    for (const auto& [role, value] : p.operands)  // the kernel reads its operands: none computed inside
+      if (const Node* n = g.contains(value) ? g.producer(value) : nullptr; why.empty() && n && members.contains(n->name))
+        why = fmt::format("its operand {} = %{} is computed by %{}, which the canonical form dropped", role, value, n->name);
     if (p.epilogue && why.empty()) {
       members.insert(p.epilogue->nodes.begin(), p.epilogue->nodes.end());
       r.close(p.epilogue->nodes, members, p.epilogue->output);
@@ -129,10 +132,15 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
     kept[i].id = "p" + std::to_string(i);
   }
   plan.patterns = std::move(kept);
+  std::set<std::string> in_pattern;
   for (const auto& p : plan.patterns) {
-    joined.insert(p.nodes.begin(), p.nodes.end());
-    if (p.epilogue) joined.insert(p.epilogue->nodes.begin(), p.epilogue->nodes.end());
+    in_pattern.insert(p.nodes.begin(), p.nodes.end());
+    if (p.epilogue) in_pattern.insert(p.epilogue->nodes.begin(), p.epilogue->nodes.end());
   }
+  joined.insert(in_pattern.begin(), in_pattern.end());
+  // A rewritten node that joined a pattern is no longer fallback or rejected.
+  std::erase_if(plan.fallback, [&](const auto& f) { return c.rewritten.contains(f.node) && in_pattern.contains(f.node); });
+  std::erase_if(plan.rejected, [&](const auto& f) { return c.rewritten.contains(f.node) && in_pattern.contains(f.node); });
   for (auto& f : plan.fallback)  // a rewritten node is listed with the op the graph has
     if (c.rewritten.contains(f.node)) f.op = r.node(f.node).op;
   for (auto& rej : plan.rejected)

@@ -66,13 +66,15 @@ nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& 
                        "as [B or 1, H or 1, Tq or 1, Tk] with unit stride along the keys",
                        value, attention::dims(m.shape), attention::dims(m.strides), why, attention::dims(target)));
   };
-  if (m.rank() > rank) fail("has more dims than");
+  int64_t lead = 0;  // leading size-1 dims beyond the scores' rank (a [1, 1, T, T] mask of bmm's scores)
+  while (m.rank() - lead > rank && m.shape[lead] == 1) ++lead;
+  if (m.rank() - lead > rank) fail("has more dims than");
   std::vector<int64_t> s(rank, 0);
-  const int64_t off = rank - m.rank();
-  for (int64_t i = 0; i < m.rank(); ++i) {
-    const int64_t size = m.shape[i], want = target[off + i];
+  const int64_t off = rank - (m.rank() - lead);
+  for (int64_t i = lead; i < m.rank(); ++i) {
+    const int64_t size = m.shape[i], want = target[off + i - lead];
     if (size != want && size != 1) fail("does not broadcast to");
-    s[off + i] = size == 1 ? 0 : m.strides[i];
+    s[off + i - lead] = size == 1 ? 0 : m.strides[i];
   }
   if (m.rank() == 0 || (tk != 1 && m.shape.back() == 1)) fail("is broadcast along the keys of");
   if (m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
@@ -104,6 +106,42 @@ int64_t pairs(int64_t tq, int64_t tk, bool causal) {
   if (!causal) return tq * tk;
   const int64_t full = std::min(tq, tk);  // rows 0..full-1 keep i + 1 keys, later rows keep tk
   return full * (full + 1) / 2 + (tq - full) * tk;
+}
+
+// A mask operand made by expand (m.expand_as(scores) in canonical form) and read once inside
+// the pattern: the kernel reads m itself (its size-1 dims broadcast at stride 0), and the
+// expand joins the pattern's nodes.
+void peel_mask_expand(const graph::GraphIndex& g, Parts& parts, std::string& mask) {
+  const std::set<std::string> inside(parts.nodes.begin(), parts.nodes.end());
+  for (;;) {
+    const graph::Node* e = g.producer(mask);
+    const graph::Node* reader = attention::only_user(g, mask);
+    if (!e || e->op != "aten.expand.default" || e->args.empty() || !e->args[0].ref() || !reader ||
+        !inside.contains(reader->name) || g.type(*e->args[0].ref()).rank() > g.type(mask).rank())
+      return;
+    parts.nodes.push_back(e->name);
+    mask = *e->args[0].ref();
+  }
+}
+
+// What the spelling asks beyond the kernels' one mask of Q's dtype, removed with -inf:
+// problem fields realize reads (docs/03-rules.md, "Problem descriptor"); absent when not asked.
+void add_spelled_extras(const graph::GraphIndex& g, const Parts& parts, const Dims4& o, int64_t tk, int64_t rank,
+                        DType dtype, nlohmann::ordered_json& problem, int64_t& bytes) {
+  if (!parts.mask_value.empty() && parts.mask == MaskKind::additive && g.type(parts.mask_value).dtype != dtype)
+    problem["mask_dtype"] = graph::torch_name(g.type(parts.mask_value).dtype);
+  if (parts.fill) problem["fill"] = *parts.fill;
+  if (parts.extra_masks.empty()) return;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::array();
+  for (const auto& [kind, value] : parts.extra_masks) {
+    const TensorType& t = g.type(value);
+    extra.push_back({{"mask", attention::mask_name(kind)},
+                     {"value", value},
+                     {"dtype", graph::torch_name(t.dtype)},
+                     {"strides", mask_strides(value, t, o, tk, rank)}});
+    bytes += tensor_bytes(t);
+  }
+  problem["extra_masks"] = std::move(extra);
 }
 
 Match make_match(const MatchContext& ctx, Parts parts) {
@@ -138,6 +176,8 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   attention::OutputLayout out = attention::absorb_output(g, parts.core, rank);
   parts.nodes.insert(parts.nodes.end(), out.nodes.begin(), out.nodes.end());
 
+  if (!parts.mask_value.empty()) peel_mask_expand(g, parts, parts.mask_value);
+  for (auto& extra : parts.extra_masks) peel_mask_expand(g, parts, extra.second);
   const bool has_mask_operand = !parts.mask_value.empty();
   nlohmann::ordered_json strides = {
       {"q", operand_strides("q", parts.q, tq)}, {"k", operand_strides("k", parts.k, tk)},
@@ -177,6 +217,7 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
   int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
   if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
+  add_spelled_extras(g, parts, o, k.t, rank, tq.dtype, m.problem, bytes);
   m.work = {flops, bytes, matmul_unit(tq.dtype, ctx.precision)};
   return m;
 }
