@@ -119,7 +119,7 @@ def test_discovered_plan_composes_and_runs(tmp_path, repo_root: str, name: str, 
     (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
     assert attn["problem"]["mask"] == "causal" and attn["problem"]["output_layout"] == "bthd"
     obj = tmp_path / "fake_attention.o"
-    subprocess.run([cc, "-c", "-fPIC", "-O1", "-I", os.path.join(repo_root, "src", "realize"),
+    subprocess.run([cc, "-c", "-fPIC", "-O1", "-I", os.path.join(repo_root, "src", "families"),
                     os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                  "fake_attention.c"), "-o", str(obj)], check=True)
 
