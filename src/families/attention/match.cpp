@@ -292,7 +292,14 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   } else {
     p.scale = q.rank() ? 1.0 / std::sqrt(static_cast<double>(q.shape.back())) : 1.0;  // PyTorch's default
   }
-  if (const Arg* mask = arg_or_kwarg(n, 3, "attn_mask"); mask && !mask->is<graph::None>()) {
+  const Arg* mask = arg_or_kwarg(n, 3, "attn_mask");
+  const bool bool_mask = mask && mask->ref() && g.type(*mask->ref()).dtype == graph::DType::b8;
+  const graph::TensorType& kt = g.type(p.k);
+  if (mask && mask->ref() && !is_causal && (bool_mask || g.type(*mask->ref()).dtype == q.dtype) && q.rank() >= 2 &&
+      take_constant_mask(g, p, *mask->ref(), n, {q.shape[q.rank() - 2], kt.shape[kt.rank() - 2]}, !bool_mask,
+                         false)) {
+    // a constant mask of the export: all kept (no mask) or causal, read by no kernel
+  } else if (mask && !mask->is<graph::None>()) {
     if (!mask->ref()) reject(fmt::format("%{}: attn_mask is not a tensor", n.name));
     if (is_causal) reject(fmt::format("%{} has both attn_mask and is_causal=True", n.name));
     const graph::DType md = g.type(*mask->ref()).dtype;

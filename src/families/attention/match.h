@@ -47,6 +47,7 @@ struct Parts {
   /// A finite fill (torch.finfo.min) of a keep or drop mask that is not causal: eager gives a
   /// row whose keys are all masked the mean of V, the kernels' -inf does not.
   std::optional<double> fill;
+  int64_t window = 0;  // a causal mask proven to keep only i - window < j <= i (0: every j <= i)
   double scale = 1.0;      // multiplies q.k
   std::string core;        // the value of `@ v` (or of the SDPA node): O in [B,H,Tq,D] order
   std::vector<std::string> nodes;  // nodes replaced so far, any order
@@ -111,6 +112,15 @@ const graph::Node* scores_product(const graph::GraphIndex& g, const std::string&
 /// p.extra_masks), floating casts and views that keep the last two dims, their nodes into
 /// p.nodes. Throws Reject on anything else between them.
 void walk_scores(const graph::GraphIndex& g, Parts& p, const graph::Node& sm, const graph::Node* qk);
+
+/// A mask `m` of the scores (bool: true = kept, or `additive`: 0 = kept) that is a constant
+/// of the export (mask_eval.h) and all kept, or causal (with a window) over last dims that are
+/// the scores' [Tq, Tk]: applied to `p` (no mask, or causal and p.window) with its builders that
+/// nothing else reads joining p.nodes (`consumer` reads m). `removed_if_true`: m's true
+/// elements are the removed ones (masked_fill). Returns false, changing nothing, for any other
+/// mask; throws Reject for a constant mask that removes every key.
+bool take_constant_mask(const graph::GraphIndex& g, Parts& p, const std::string& m, const graph::Node& consumer,
+                        std::array<int64_t, 2> scores, bool additive, bool removed_if_true);
 
 // ---- small graph helpers shared by the attention files -------------------------------
 

@@ -74,6 +74,11 @@ void read_spelled_extras(const json& j, AttentionProblem& p) {
     if (!j.at("extra_masks").is_array()) bad("extra_masks", "must be an array, got " + j.at("extra_masks").dump());
     p.extra_masks = static_cast<int64_t>(j.at("extra_masks").size());
   }
+  if (j.contains("mask_key_stride")) {
+    p.mask_key_stride = integer(j.at("mask_key_stride"), "mask_key_stride");
+    if (p.mask_key_stride < 1 || !mask_has_tensor(p.mask))
+      bad("mask_key_stride", "must be an integer >= 1 with a mask tensor, got " + j.at("mask_key_stride").dump());
+  }
   if (j.contains("window")) {
     p.window = integer(j.at("window"), "window");
     if (p.window < 1 || p.mask != MaskKind::causal) bad("window", "must be an integer >= 1 with mask causal, got " + j.at("window").dump());

@@ -43,6 +43,7 @@ struct AttentionProblem {
   std::optional<double> fill;  // a finite fill of a keep/drop mask (eager averages V over an emptied row)
   std::string mask_dtype;      // an additive mask's dtype when it is not Q's ("" = Q's)
   int64_t extra_masks = 0;     // masks beyond the first (problem.extra_masks)
+  int64_t mask_key_stride = 1; // the mask's stride along the keys (the kernels read 1)
 
   /// Elements each allocation spans (largest offset + 1): Q and O over (batch, heads,
   /// seq_q, D), K and V over (batch, kv_heads, seq_k, D), the mask over (batch, heads,
@@ -68,7 +69,7 @@ struct AttentionProblem {
 /// "tbhd", ...; strides.o is authoritative) and, optionally, form (a
 /// string, how eager computes it: "matmul" or "sdpa"), window (an integer >= 1, with mask
 /// causal), fill (a finite number, with mask keep or drop), mask_dtype (a dtype name, with
-/// mask additive) and extra_masks (an array). O's strides must
+/// mask additive), extra_masks (an array) and mask_key_stride (an integer >= 1, with a mask tensor). O's strides must
 /// not make two of its elements share memory, and Q/K/V rows must not overlap (row stride
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);

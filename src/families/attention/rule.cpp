@@ -57,8 +57,10 @@ nlohmann::ordered_json operand_strides(const std::string& role, const std::strin
 }
 
 // [batch, head, row] strides of a mask broadcast to [B, H, Tq, Tk] (size-1 dims: stride 0).
+// `key_stride` (when given) receives a key stride other than 1 instead of a rejection: the
+// problem records it (mask_key_stride) and realize runs the pattern on the ATen path.
 nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& m, const Dims4& o, int64_t tk,
-                                    int64_t rank) {
+                                    int64_t rank, int64_t* key_stride = nullptr) {
   const std::vector<int64_t> target =
       rank == 4 ? std::vector<int64_t>{o.b, o.h, o.t, tk} : std::vector<int64_t>{o.b, o.t, tk};
   auto fail = [&](const char* why) {
@@ -77,7 +79,11 @@ nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& 
     s[off + i - lead] = size == 1 ? 0 : m.strides[i];
   }
   if (m.rank() == 0 || (tk != 1 && m.shape.back() == 1)) fail("is broadcast along the keys of");
-  if (m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
+  if (m.shape.back() != tk) fail("is not unit stride along the keys of");
+  if (tk != 1 && s.back() != 1) {
+    if (!key_stride || s.back() <= 0) fail("is not unit stride along the keys of");
+    *key_stride = s.back();
+  }
   if (rank == 4) return {s[0], s[1], s[2]};
   return {s[0], 0, s[1]};
 }
@@ -179,10 +185,11 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   if (!parts.mask_value.empty()) peel_mask_expand(g, parts, parts.mask_value);
   for (auto& extra : parts.extra_masks) peel_mask_expand(g, parts, extra.second);
   const bool has_mask_operand = !parts.mask_value.empty();
+  int64_t key_stride = 1;  // of an additive mask that is a strided view (T5's position bias)
   nlohmann::ordered_json strides = {
       {"q", operand_strides("q", parts.q, tq)}, {"k", operand_strides("k", parts.k, tk)},
       {"v", operand_strides("v", parts.v, tv)}, {"o", {out.strides[0], out.strides[1], out.strides[2]}},
-      {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank)
+      {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank, &key_stride)
                                 : nlohmann::ordered_json(nullptr)}};
 
   const bool causal = parts.mask == MaskKind::causal;
@@ -215,6 +222,8 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   // The proof's premise, which the runtime re-checks against the buffer it loads: whether or
   // not the pattern's nodes read the buffer (a mask chain shared by two attentions stays ATen).
   if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
+  if (parts.window > 0) m.problem["window"] = parts.window;
+  if (key_stride != 1) m.problem["mask_key_stride"] = key_stride;
   int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
   if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
   add_spelled_extras(g, parts, o, k.t, rank, tq.dtype, m.problem, bytes);

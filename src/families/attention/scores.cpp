@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "families/attention/mask_eval.h"
 #include "families/attention/match.h"
 #include "graph/text.h"
 
@@ -17,6 +18,8 @@ using graph::TensorType;
 namespace {
 
 [[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
+
+std::array<int64_t, 2> last_two(const TensorType& t) { return {t.shape[t.rank() - 2], t.shape[t.rank() - 1]}; }
 
 // A view or reshape that keeps the last two dims (bmm's [N, T, T] scores viewed as
 // [B, H, T, T] for the mask and back).
@@ -88,6 +91,7 @@ void fill_mask(const GraphIndex& g, Parts& p, const Node& fill, const std::strin
   const TensorType& mt = g.type(m);
   const int64_t r = scores.rank(), mr = mt.rank();
   const bool exact = mr >= 2 && mt.shape[mr - 2] == scores.shape[r - 2] && mt.shape[mr - 1] == scores.shape[r - 1];
+  if (p.mask == MaskKind::none && take_constant_mask(g, p, m, fill, last_two(scores), false, removes_if_true)) return;
   const MaskProof proof = prove_mask(g, m);
   const MaskProof::Pattern causal_pattern =
       removes_if_true ? MaskProof::Pattern::strict_upper : MaskProof::Pattern::lower;
@@ -181,16 +185,40 @@ void take_additive(const GraphIndex& g, Parts& p, const Node& n, const Node* qk,
                        "scaled scores", later_scale, n.name));
   if (!graph::is_floating(g.type(*m).dtype))
     reject(fmt::format("additive mask %{} has dtype {}, not a floating dtype", *m, graph::torch_name(g.type(*m).dtype)));
+  next = *n.args[first ? 0 : 1].ref();
+  if (p.mask == MaskKind::none && take_constant_mask(g, p, *m, n, last_two(*n.outputs[0].type), true, false)) return;
   if (p.mask != MaskKind::none) {
     p.extra_masks.emplace_back(MaskKind::additive, *m);
   } else {
     p.mask = MaskKind::additive;
     p.mask_value = *m;
   }
-  next = *n.args[first ? 0 : 1].ref();
 }
 
 }  // namespace
+
+bool take_constant_mask(const GraphIndex& g, Parts& p, const std::string& m, const Node& consumer,
+                        std::array<int64_t, 2> scores, bool additive, bool removed_if_true) {
+  std::optional<ConstTensor> t = evaluate_mask(g, m);
+  if (!t) return false;
+  if (removed_if_true)
+    for (double& x : t->data) x = x != 0 ? 0 : 1;  // kept where m is false
+  const MaskClass c = classify_mask(*t, additive);
+  const TensorType& mt = g.type(m);
+  const int64_t mr = mt.rank();
+  const bool exact = mr >= 2 && mt.shape[mr - 2] == scores[0] && mt.shape[mr - 1] == scores[1];
+  if (c.kind == MaskClass::Kind::none_kept)
+    reject(fmt::format("mask %{} of %{} is a constant that removes every key", m, consumer.name));
+  if (c.kind == MaskClass::Kind::other || (c.kind == MaskClass::Kind::causal && !exact)) return false;
+  if (c.kind == MaskClass::Kind::causal) {
+    p.mask = MaskKind::causal;
+    p.window = c.window;
+  }
+  std::vector<std::string> inside = p.nodes;
+  inside.push_back(consumer.name);
+  for (const auto& n : exclusive_cone(g, m, inside)) p.nodes.push_back(n);
+  return true;
+}
 
 const Node* scores_product(const GraphIndex& g, const std::string& v) {
   const Node* stuck = nullptr;

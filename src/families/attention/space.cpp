@@ -19,6 +19,9 @@ bool spelled_extras_supported(const AttentionProblem& p, std::string& why) {
   else if (!p.mask_dtype.empty())
     why = fmt::format("an additive mask of dtype {} with {} Q: the attention kernels read a mask of Q's dtype; the "
                       "ATen path runs", p.mask_dtype, to_string(p.dtype));
+  else if (p.mask_key_stride != 1)
+    why = fmt::format("a mask with stride {} along the keys: the attention kernels read mask rows of contiguous "
+                      "keys; the ATen path runs", p.mask_key_stride);
   else if (p.extra_masks > 0)
     why = fmt::format("{} masks: the attention kernels apply one; the ATen path runs", p.extra_masks + 1);
   return why.empty();

@@ -146,4 +146,7 @@ TEST(AttentionProblem, SpelledExtrasAreReadAndChecked) {
   expect(mingpt({{"fill", -1e30}}), "field 'fill' must be a finite number with a keep or drop mask");
   expect(mingpt({{"mask_dtype", "float32"}}), "field 'mask_dtype' must be a dtype name with mask additive");
   expect(mingpt({{"extra_masks", 2}}), "field 'extra_masks' must be an array");
+  expect(mingpt({{"mask_key_stride", 4}}), "field 'mask_key_stride' must be an integer >= 1 with a mask tensor");
+  additive["mask_key_stride"] = 4;
+  EXPECT_EQ(attention_problem_from_json(additive).mask_key_stride, 4);
 }

@@ -260,5 +260,9 @@ TEST(AttentionFamily, SpelledExtrasTheKernelsDoNotComputeAreVendorOnly) {
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("2 masks: the attention kernels apply one"), std::string::npos) << why;
   p.extra_masks = 0;
+  p.mask_key_stride = 4;  // T5's position bias, a permuted view
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("a mask with stride 4 along the keys"), std::string::npos) << why;
+  p.mask_key_stride = 1;
   EXPECT_TRUE(attention_family(p, Precision::tf32, why)) << why;
 }
