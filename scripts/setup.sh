@@ -3,7 +3,8 @@
 #   1. Debian packages the engine builds with (JSON, CLI parsing, formatting, hashing,
 #      SQLite, GoogleTest, CMake, Ninja);
 #   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy,
-#      matplotlib for the report's charts) and the `fact` package itself (editable);
+#      matplotlib for the report's charts, transformers for the Hugging Face layer tests) and
+#      the `fact` package itself (editable);
 #   3. the CUTLASS C++ headers from the nvidia-cutlass wheel into .deps/cutlass;
 #   4. the engine (factc) and its tests, built into build/.
 # Idempotent: a second run only rebuilds what changed.
@@ -18,6 +19,9 @@ PYTEST_VERSION=8.3.4
 NUMPY_VERSION=2.4.6
 # Optional at run time: without it `fact optimize` skips the report's PNG charts.
 MATPLOTLIB_VERSION=3.11.2
+# Tests only: one layer each of Llama, Mistral, Qwen2, GPT-2, BERT, ViT and T5 built from
+# tiny configs (tests/python/test_hf_layers.py skips without it; nothing is downloaded).
+TRANSFORMERS_VERSION=5.23.0
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -40,7 +44,8 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "pytest==${PYTEST_VERSION}" \
-  "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" setuptools wheel
+  "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" \
+  "transformers==${TRANSFORMERS_VERSION}" setuptools wheel
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f .deps/cutlass/include/cutlass/version.h ]; then

@@ -328,20 +328,20 @@ MaskClass classify_mask(const ConstTensor& m, bool additive) {
   else if (none) c.kind = MaskClass::Kind::none_kept;
   else if (causal) c.kind = MaskClass::Kind::causal;
   if (c.kind != MaskClass::Kind::other) return c;
-  // Causal with a window w: kept iff i - w < j <= i, the same w for every row.
-  for (int64_t w = 1; w < cols; ++w) {
-    bool fits = true;
-    for (int64_t flat = 0; fits && flat < static_cast<int64_t>(m.data.size()); ++flat) {
-      const double v = m.data[flat];
-      const int64_t i = (flat / cols) % rows, j = flat % cols;
-      const bool kept = additive ? v == 0 : v != 0;
-      fits = kept == (j <= i && j > i - w);
-    }
-    if (fits) {
-      c.kind = MaskClass::Kind::causal;
-      c.window = w;
-      return c;
-    }
+  // Causal with a window w: kept iff i - w < j <= i, the same w for every row; the last row of
+  // the first slice keeps exactly w keys, which gives the one w to check.
+  auto kept_at = [&](int64_t flat) { return additive ? m.data[flat] == 0 : m.data[flat] != 0; };
+  int64_t w = 0;
+  for (int64_t j = 0; j < cols; ++j) w += kept_at((rows - 1) * cols + j) ? 1 : 0;
+  bool fits = w > 0;
+  for (int64_t flat = 0; fits && flat < static_cast<int64_t>(m.data.size()); ++flat) {
+    const int64_t i = (flat / cols) % rows, j = flat % cols;
+    fits = kept_at(flat) == (j <= i && j > i - w);
+  }
+  if (fits) {
+    c.kind = MaskClass::Kind::causal;
+    c.window = w;
+    return c;
   }
   c.why = "it is not all kept, causal or causal with a window";
   return c;
