@@ -5,6 +5,7 @@
 
 #include "discover/canonical/canonical.h"
 #include "discover/plan.h"
+#include "families/gemm/epilogue/through_views.h"
 
 namespace fact::discover {
 namespace {
@@ -99,7 +100,7 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
   std::map<std::string, std::string> in_tail_of;  // node -> pattern id
   for (Pattern& p : plan.patterns) {
     if (p.rule != "gemm") continue;
-    EpilogueSearch found = find_epilogue(index, p.output);
+    EpilogueSearch found = find_epilogue_through_views(index, p.output);
     p.epilogue_stop = found.stop;
     if (!found.epilogue) continue;
     auto taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(),
