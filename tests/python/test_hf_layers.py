@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from fact.export import export, write_graph
-from fact.factc import FactcError, find_factc
 
 tf = pytest.importorskip("transformers")
 
@@ -63,14 +62,6 @@ class Hidden(torch.nn.Module):
 EXPECTED = {"llama": ("causal", None), "mistral": ("causal", WINDOW), "qwen2": ("causal", None),
             "gpt2": ("causal", None), "bert": ("none", None), "vit": ("none", None),
             "t5": ("additive", None)}  # T5: its relative position bias, the all-true mask gone
-
-
-@pytest.fixture(scope="module")
-def factc() -> str:
-    try:
-        return find_factc()
-    except FactcError as exc:
-        pytest.skip(f"the engine is not built: {exc}")
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])

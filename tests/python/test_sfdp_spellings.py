@@ -19,7 +19,6 @@ import pytest
 import torch
 
 from fact.export import export, write_graph
-from fact.factc import FactcError, find_factc
 
 fuse_attention = pytest.importorskip("torch._inductor.fx_passes.fuse_attention")
 
@@ -81,14 +80,6 @@ def _inputs(args) -> list[torch.Tensor]:
             t = torch.randn(a.shape, generator=g, dtype=torch.float32).to(a.dtype)
         out.append(t)
     return out
-
-
-@pytest.fixture(scope="module")
-def factc() -> str:
-    try:
-        return find_factc()
-    except FactcError as exc:
-        pytest.skip(f"the engine is not built: {exc}")
 
 
 def test_the_list_is_inductors_whole_list() -> None:

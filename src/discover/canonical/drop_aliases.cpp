@@ -15,12 +15,6 @@ constexpr std::string_view kAliases[] = {
     "aten.reshape.default",   "aten._unsafe_view.default", "aten.expand.default",
 };
 
-bool is_alias_op(std::string_view op) {
-  for (auto a : kAliases)
-    if (a == op) return true;
-  return false;
-}
-
 }  // namespace
 
 void drop_aliases(Work& w) {
@@ -28,7 +22,7 @@ void drop_aliases(Work& w) {
   {
     const graph::GraphIndex g(w.graph);
     for (const auto& n : w.graph.nodes) {
-      if (!is_alias_op(n.op) || n.args.empty() || !n.args[0].ref() || n.outputs.size() != 1 || !n.outputs[0].type)
+      if (!is_one_of(n.op, kAliases) || n.args.empty() || !n.args[0].ref() || n.outputs.size() != 1 || !n.outputs[0].type)
         continue;
       const std::string& in = *n.args[0].ref();
       if (g.type(in) != *n.outputs[0].type) continue;

@@ -16,12 +16,6 @@ constexpr std::string_view kAssertions[] = {
     "aten.sym_constrain_range_for_size.default",
 };
 
-bool is_assertion(std::string_view op) {
-  for (auto a : kAssertions)
-    if (a == op) return true;
-  return false;
-}
-
 }  // namespace
 
 void drop_assertions(Work& w) {
@@ -29,7 +23,7 @@ void drop_assertions(Work& w) {
   {
     const graph::GraphIndex g(w.graph);
     for (const auto& n : w.graph.nodes) {
-      if (!is_assertion(n.op)) continue;
+      if (!is_one_of(n.op, kAssertions)) continue;
       bool read = false;
       for (const auto& v : n.outputs) read = read || !unread(g, v.name);
       if (!read) drops.push_back({n.name, n.op, "", "an assertion (it computes no value the graph reads)"});

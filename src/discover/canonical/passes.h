@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "discover/canonical/canonical.h"
@@ -21,6 +22,14 @@ struct Work {
 /// Removes the nodes of `drops` (each names a node of w.graph) and makes every reference to
 /// a dropped node's output read its same_as instead (chains of drops followed).
 void apply_drops(Work& w, std::vector<DroppedNode> drops);
+
+/// True when `op` is one of `ops`.
+template <size_t N>
+bool is_one_of(std::string_view op, const std::string_view (&ops)[N]) {
+  for (auto o : ops)
+    if (o == op) return true;
+  return false;
+}
 
 /// True when `value` is read by no node of `g` and is not one of its outputs.
 bool unread(const graph::GraphIndex& g, const std::string& value);

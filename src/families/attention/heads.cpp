@@ -13,8 +13,6 @@ using graph::TensorType;
 
 namespace {
 
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
-
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }
 
 struct Repeat {

@@ -28,6 +28,9 @@ struct Reject {
   std::string reason;
 };
 
+/// Throws Reject{reason}.
+[[noreturn]] void reject(std::string reason);
+
 /// The mask kinds and the plan's problem.mask spelling (mask_name), one definition with
 /// realization's (families/attention/mask_kind.h).
 using fact::MaskKind;

@@ -10,14 +10,11 @@
 
 namespace fact::discover::attention {
 
-using graph::Arg;
 using graph::GraphIndex;
 using graph::Node;
 using graph::TensorType;
 
 namespace {
-
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
 
 std::array<int64_t, 2> last_two(const TensorType& t) { return {t.shape[t.rank() - 2], t.shape[t.rank() - 1]}; }
 
@@ -35,7 +32,7 @@ bool keeps_last_two(const GraphIndex& g, const Node& n) {
 // m is true where the fill goes.
 struct WhereFill {
   std::string scores;
-  const Arg* fill;
+  const graph::Arg* fill;
   bool fills_where_true;
 };
 std::optional<WhereFill> where_fill(const Node& n) {
@@ -140,7 +137,7 @@ void fill_mask(const GraphIndex& g, Parts& p, const Node& fill, const std::strin
 
 // A fill of masked scores (masked_fill's value, where's number): -inf, or a finite fill of at
 // most -1e9 once the scales after it are applied.
-void take_fill(const GraphIndex& g, Parts& p, const Node& n, const std::string& m, const Arg& fill_arg,
+void take_fill(const GraphIndex& g, Parts& p, const Node& n, const std::string& m, const graph::Arg& fill_arg,
                bool removes_if_true) {
   const std::optional<double> fill = fill_arg.number();
   // A finite fill (-1e9, torch.finfo(float32).min), times the scales after it, of at most
@@ -173,7 +170,7 @@ void take_fill(const GraphIndex& g, Parts& p, const Node& n, const std::string& 
 // An additive term of the scores: the first is the mask, later ones are extra masks.
 void take_additive(const GraphIndex& g, Parts& p, const Node& n, const Node* qk, const std::string& later_scale,
                    std::string& next) {
-  const Arg* alpha = n.kwarg("alpha");
+  const graph::Arg* alpha = n.kwarg("alpha");
   if (alpha && alpha->number() != 1.0)
     reject(fmt::format("%{} adds the mask times alpha={}", n.name, graph::format_arg(*alpha)));
   const Node* stuck = nullptr;
