@@ -28,9 +28,9 @@ int64_t count(const std::vector<int64_t>& shape) {
 }
 
 // The element of `t` that position `idx` of a tensor of `shape` reads when t broadcasts to it.
-double broadcast_at(const ConstTensor& t, const std::vector<int64_t>& idx) {
+double broadcast_at(const ConstTensor& t, const int64_t* idx, size_t o) {
   int64_t off = 0, stride = 1;
-  const size_t r = t.shape.size(), o = idx.size();
+  const size_t r = t.shape.size();
   for (size_t k = 0; k < r; ++k) {
     const size_t d = r - 1 - k;
     const int64_t size = t.shape[d];
@@ -39,6 +39,7 @@ double broadcast_at(const ConstTensor& t, const std::vector<int64_t>& idx) {
   }
   return t.data[off];
 }
+double broadcast_at(const ConstTensor& t, const std::vector<int64_t>& idx) { return broadcast_at(t, idx.data(), idx.size()); }
 
 // Calls f(flat index, multi-index) for every element of `shape`, row-major.
 void each(const std::vector<int64_t>& shape, const std::function<void(int64_t, const std::vector<int64_t>&)>& f) {
@@ -60,6 +61,45 @@ double cast(double v, DType dtype) {
   return v;
 }
 
+// An op computed element by element from broadcast arguments: which positional arguments
+// it reads and how it combines them (before the cast to its output dtype).
+struct ElementOp {
+  std::vector<size_t> args;
+  std::function<double(const double*)> f;
+};
+
+std::optional<ElementOp> element_op(const Node& n) {
+  const std::string& op = n.op;
+  const Arg* alpha_arg = n.kwarg("alpha");
+  const double alpha = alpha_arg && alpha_arg->number() ? *alpha_arg->number() : 1.0;
+  using P = const double*;
+  if (op == "aten.add.Tensor" || op == "aten.add.Scalar") return ElementOp{{0, 1}, [=](P x) { return x[0] + alpha * x[1]; }};
+  if (op == "aten.sub.Tensor" || op == "aten.sub.Scalar") return ElementOp{{0, 1}, [=](P x) { return x[0] - alpha * x[1]; }};
+  if (op == "aten.mul.Tensor" || op == "aten.mul.Scalar") return ElementOp{{0, 1}, [](P x) { return x[0] * x[1]; }};
+  static const std::map<std::string, std::function<bool(double, double)>> kCompare = {
+      {"eq", std::equal_to<double>()}, {"ne", std::not_equal_to<double>()}, {"lt", std::less<double>()},
+      {"le", std::less_equal<double>()}, {"gt", std::greater<double>()}, {"ge", std::greater_equal<double>()}};
+  for (const auto& [name, cmp] : kCompare)
+    if (op == "aten." + name + ".Tensor" || op == "aten." + name + ".Scalar")
+      return ElementOp{{0, 1}, [cmp = cmp](P x) { return cmp(x[0], x[1]) ? 1.0 : 0.0; }};
+  if (op == "aten.__and__.Tensor" || op == "aten.bitwise_and.Tensor" || op == "aten.logical_and.default")
+    return ElementOp{{0, 1}, [](P x) { return x[0] != 0 && x[1] != 0 ? 1.0 : 0.0; }};
+  if (op == "aten.__or__.Tensor" || op == "aten.bitwise_or.Tensor" || op == "aten.logical_or.default")
+    return ElementOp{{0, 1}, [](P x) { return x[0] != 0 || x[1] != 0 ? 1.0 : 0.0; }};
+  if (op == "aten.logical_not.default" ||
+      (op == "aten.bitwise_not.default" && n.outputs[0].type->dtype == DType::b8))
+    return ElementOp{{0}, [](P x) { return x[0] != 0 ? 0.0 : 1.0; }};
+  if (op == "aten.where.self" || op == "aten.where.ScalarOther" || op == "aten.where.ScalarSelf" ||
+      op == "aten.where.Scalar")
+    return ElementOp{{0, 1, 2}, [](P x) { return x[0] != 0 ? x[1] : x[2]; }};
+  if (op == "aten.masked_fill.Scalar" || op == "aten.masked_fill.Tensor")
+    return ElementOp{{0, 1, 2}, [](P x) { return x[1] != 0 ? x[2] : x[0]; }};
+  if (op == "aten.expand.default" || op == "aten.to.dtype" || op == "aten.to.dtype_layout" ||
+      op == "aten._to_copy.default" || op == "aten.to.device")
+    return ElementOp{{0}, [](P x) { return x[0]; }};
+  return std::nullopt;
+}
+
 class Evaluator {
  public:
   Evaluator(const GraphIndex& g, int64_t max_elements) : g_(g), max_(max_elements) {}
@@ -78,6 +118,61 @@ class Evaluator {
     return t;
   }
 
+  // Values too large to hold are computed element by element when they are element ops over
+  // held or such values: plan() gives the value an id (-1: it cannot be), at() one element.
+  int plan(const std::string& v) {
+    if (auto it = lazy_ids_.find(v); it != lazy_ids_.end()) return it->second;
+    const Node* n = g_.producer(v);
+    if (!n || n->outputs.size() != 1 || !n->outputs[0].type || n->outputs[0].type->rank() > kMaxRank) return -1;
+    Lazy node{n->outputs[0].type->shape, n->outputs[0].type->dtype, nullptr, {}, {}, {}};
+    if (count(node.shape) <= max_) {
+      if (!value(v)) return -1;
+      node.data = &memo_.at(v);
+    } else {
+      std::optional<ElementOp> e = element_op(*n);
+      if (!e) return -1;
+      for (size_t i : e->args) {
+        if (i >= n->args.size()) return -1;
+        const Arg& a = n->args[i];
+        int id = -1;
+        double number = 0;
+        if (const std::string* r = a.ref()) {
+          if ((id = plan(*r)) < 0) return -1;
+        } else if (const bool* b = a.get_if<bool>()) {
+          number = *b ? 1 : 0;
+        } else if (std::optional<double> x = a.number()) {
+          number = *x;
+        } else {
+          return -1;
+        }
+        node.inputs.push_back(id);
+        node.numbers.push_back(number);
+      }
+      node.f = std::move(e->f);
+    }
+    lazy_.push_back(std::move(node));
+    return lazy_ids_[v] = static_cast<int>(lazy_.size()) - 1;
+  }
+
+  double at(int id, const int64_t* idx, size_t rank) const {
+    const Lazy& n = lazy_[id];
+    if (n.data) return broadcast_at(*n.data, idx, rank);
+    double x[3];
+    int64_t in[kMaxRank];
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] < 0) {
+        x[k] = n.numbers[k];
+        continue;
+      }
+      const std::vector<int64_t>& s = lazy_[n.inputs[k]].shape;
+      for (size_t d = 0; d < s.size(); ++d) in[d] = s[d] == 1 ? 0 : idx[rank - s.size() + d];
+      x[k] = at(n.inputs[k], in, s.size());
+    }
+    return cast(n.f(x), n.dtype);
+  }
+
+  const std::vector<int64_t>& shape_of(int id) const { return lazy_[id].shape; }
+
  private:
   std::optional<ConstTensor> operand(const Arg& a) {
     if (const std::string* r = a.ref()) return value(*r);
@@ -87,7 +182,7 @@ class Evaluator {
   }
 
   std::optional<ConstTensor> elementwise(const Node& n, std::vector<size_t> args,
-                                         const std::function<double(const std::vector<double>&)>& f) {
+                                         const std::function<double(const double*)>& f) {
     std::vector<ConstTensor> in;
     for (size_t i : args) {
       if (i >= n.args.size()) return std::nullopt;
@@ -100,7 +195,7 @@ class Evaluator {
     std::vector<double> x(in.size());
     each(out.shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
       for (size_t k = 0; k < in.size(); ++k) x[k] = broadcast_at(in[k], idx);
-      out.data[flat] = f(x);
+      out.data[flat] = f(x.data());
     });
     return out;
   }
@@ -112,8 +207,20 @@ class Evaluator {
   std::optional<ConstTensor> compute(const Node& n);
   std::optional<ConstTensor> along(const Node& n);
 
+  static constexpr size_t kMaxRank = 8;
+  struct Lazy {
+    std::vector<int64_t> shape;
+    DType dtype;
+    const ConstTensor* data;  // a value held in memo_, or
+    std::vector<int> inputs;  // the element op's arguments: value ids, -1 for a number
+    std::vector<double> numbers;
+    std::function<double(const double*)> f;
+  };
+
   const GraphIndex& g_;
   int64_t max_;
+  std::vector<Lazy> lazy_;
+  std::map<std::string, int> lazy_ids_;
   int steps_ = 0;
   std::map<std::string, ConstTensor> memo_;
 };
@@ -223,7 +330,6 @@ std::optional<ConstTensor> Evaluator::along(const Node& n) {
 
 std::optional<ConstTensor> Evaluator::compute(const Node& n) {
   const std::string& op = n.op;
-  using V = const std::vector<double>&;
   if (op == "aten.arange.default" || op == "aten.arange.start" || op == "aten.arange.start_step") {
     const bool start_given = op != "aten.arange.default";
     std::optional<double> start = start_given ? num(n, 0, 0) : 0.0, step = num(n, start_given ? 2 : 1, 1);
@@ -243,32 +349,7 @@ std::optional<ConstTensor> Evaluator::compute(const Node& n) {
     std::optional<double> v = num(n, 0, 0);
     return v ? filled(n, *v) : std::nullopt;
   }
-  const Arg* alpha_arg = n.kwarg("alpha");
-  const double alpha = alpha_arg && alpha_arg->number() ? *alpha_arg->number() : 1.0;
-  if (op == "aten.add.Tensor" || op == "aten.add.Scalar") return elementwise(n, {0, 1}, [&](V x) { return x[0] + alpha * x[1]; });
-  if (op == "aten.sub.Tensor" || op == "aten.sub.Scalar") return elementwise(n, {0, 1}, [&](V x) { return x[0] - alpha * x[1]; });
-  if (op == "aten.mul.Tensor" || op == "aten.mul.Scalar") return elementwise(n, {0, 1}, [](V x) { return x[0] * x[1]; });
-  static const std::map<std::string, std::function<bool(double, double)>> kCompare = {
-      {"eq", std::equal_to<double>()}, {"ne", std::not_equal_to<double>()}, {"lt", std::less<double>()},
-      {"le", std::less_equal<double>()}, {"gt", std::greater<double>()}, {"ge", std::greater_equal<double>()}};
-  for (const auto& [name, cmp] : kCompare)
-    if (op == "aten." + name + ".Tensor" || op == "aten." + name + ".Scalar")
-      return elementwise(n, {0, 1}, [&](V x) { return cmp(x[0], x[1]) ? 1.0 : 0.0; });
-  if (op == "aten.__and__.Tensor" || op == "aten.bitwise_and.Tensor" || op == "aten.logical_and.default")
-    return elementwise(n, {0, 1}, [](V x) { return x[0] != 0 && x[1] != 0 ? 1.0 : 0.0; });
-  if (op == "aten.__or__.Tensor" || op == "aten.bitwise_or.Tensor" || op == "aten.logical_or.default")
-    return elementwise(n, {0, 1}, [](V x) { return x[0] != 0 || x[1] != 0 ? 1.0 : 0.0; });
-  if (op == "aten.logical_not.default" ||
-      (op == "aten.bitwise_not.default" && n.outputs[0].type->dtype == DType::b8))
-    return elementwise(n, {0}, [](V x) { return x[0] != 0 ? 0.0 : 1.0; });
-  if (op == "aten.where.self" || op == "aten.where.ScalarOther" || op == "aten.where.ScalarSelf" ||
-      op == "aten.where.Scalar")
-    return elementwise(n, {0, 1, 2}, [](V x) { return x[0] != 0 ? x[1] : x[2]; });
-  if (op == "aten.masked_fill.Scalar" || op == "aten.masked_fill.Tensor")
-    return elementwise(n, {0, 1, 2}, [](V x) { return x[1] != 0 ? x[2] : x[0]; });
-  if (op == "aten.expand.default" || op == "aten.to.dtype" || op == "aten.to.dtype_layout" ||
-      op == "aten._to_copy.default" || op == "aten.to.device")
-    return elementwise(n, {0}, [](V x) { return x[0]; });
+  if (std::optional<ElementOp> e = element_op(n)) return elementwise(n, e->args, e->f);
   if (op == "aten.tril.default" || op == "aten.triu.default") {
     std::optional<double> diag = num(n, 1, 0);
     const int64_t r = n.outputs[0].type->rank();
@@ -300,17 +381,20 @@ std::optional<ConstTensor> evaluate_mask(const GraphIndex& g, const std::string&
   return e.value(value);
 }
 
-MaskClass classify_mask(const ConstTensor& m, bool additive) {
+namespace {
+
+MaskClass classify(const std::vector<int64_t>& shape, int64_t total, const std::function<double(int64_t)>& element,
+                   bool additive) {
   MaskClass c;
-  const size_t r = m.shape.size();
+  const size_t r = shape.size();
   if (r < 2) {
     c.why = "the mask has fewer than two dims";
     return c;
   }
-  const int64_t rows = m.shape[r - 2], cols = m.shape[r - 1];
+  const int64_t rows = shape[r - 2], cols = shape[r - 1];
   bool all = true, none = true, causal = true;
-  for (int64_t flat = 0; flat < static_cast<int64_t>(m.data.size()); ++flat) {
-    const double v = m.data[flat];
+  for (int64_t flat = 0; flat < total; ++flat) {
+    const double v = element(flat);
     const int64_t i = (flat / cols) % rows, j = flat % cols;
     bool kept;
     if (!additive) kept = v != 0;
@@ -323,6 +407,7 @@ MaskClass classify_mask(const ConstTensor& m, bool additive) {
     all = all && kept;
     none = none && !kept;
     if (kept != (j <= i)) causal = false;
+    if (!all && !none && !causal) break;  // only a window is left to try
   }
   if (all) c.kind = MaskClass::Kind::all_kept;
   else if (none) c.kind = MaskClass::Kind::none_kept;
@@ -330,13 +415,18 @@ MaskClass classify_mask(const ConstTensor& m, bool additive) {
   if (c.kind != MaskClass::Kind::other) return c;
   // Causal with a window w: kept iff i - w < j <= i, the same w for every row; the last row of
   // the first slice keeps exactly w keys, which gives the one w to check.
-  auto kept_at = [&](int64_t flat) { return additive ? m.data[flat] == 0 : m.data[flat] != 0; };
+  bool valid = true;  // an additive element that is neither 0 nor a removal fits no window either
+  auto kept_at = [&](int64_t flat) {
+    const double v = element(flat);
+    if (additive && v != 0 && !(v <= -1e9)) valid = false;
+    return additive ? v == 0 : v != 0;
+  };
   int64_t w = 0;
   for (int64_t j = 0; j < cols; ++j) w += kept_at((rows - 1) * cols + j) ? 1 : 0;
   bool fits = w > 0;
-  for (int64_t flat = 0; fits && flat < static_cast<int64_t>(m.data.size()); ++flat) {
+  for (int64_t flat = 0; fits && flat < total; ++flat) {
     const int64_t i = (flat / cols) % rows, j = flat % cols;
-    fits = kept_at(flat) == (j <= i && j > i - w);
+    fits = kept_at(flat) == (j <= i && j > i - w) && valid;
   }
   if (fits) {
     c.kind = MaskClass::Kind::causal;
@@ -345,6 +435,32 @@ MaskClass classify_mask(const ConstTensor& m, bool additive) {
   }
   c.why = "it is not all kept, causal or causal with a window";
   return c;
+}
+
+}  // namespace
+
+MaskClass classify_mask(const ConstTensor& m, bool additive) {
+  return classify(m.shape, static_cast<int64_t>(m.data.size()), [&](int64_t f) { return m.data[f]; }, additive);
+}
+
+std::optional<MaskClass> classify_constant_mask(const GraphIndex& g, const std::string& value, bool additive,
+                                                bool negated, int64_t max_elements) {
+  Evaluator e(g, int64_t(1) << 20);
+  const int id = e.plan(value);
+  if (id < 0) return std::nullopt;
+  const std::vector<int64_t> shape = e.shape_of(id);
+  const int64_t total = count(shape);
+  if (total > max_elements) return std::nullopt;
+  std::vector<int64_t> idx(shape.size());
+  auto element = [&](int64_t flat) {
+    for (size_t d = shape.size(); d-- > 0;) {
+      idx[d] = flat % shape[d];
+      flat /= shape[d];
+    }
+    const double v = e.at(id, idx.data(), idx.size());
+    return negated ? (v != 0 ? 0.0 : 1.0) : v;
+  };
+  return classify(shape, total, element, additive);
 }
 
 std::vector<std::string> exclusive_cone(const GraphIndex& g, const std::string& value,

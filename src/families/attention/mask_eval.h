@@ -41,6 +41,15 @@ struct MaskClass {
 };
 MaskClass classify_mask(const ConstTensor& m, bool additive);
 
+/// classify_mask of `value` (negated: of its logical not) when it is a constant of the export,
+/// without holding it: values of at most 2^20 elements are evaluated (evaluate_mask), larger
+/// ones element by element when they are element ops (comparisons, and/or/not, where,
+/// masked_fill, add/sub/mul, expand, casts) over such values; at most `max_elements` in all.
+/// nullopt when it is not such a constant.
+std::optional<MaskClass> classify_constant_mask(const graph::GraphIndex& g, const std::string& value,
+                                                bool additive, bool negated,
+                                                int64_t max_elements = int64_t(1) << 26);
+
 /// The nodes computing `value` that nothing outside `inside` and themselves reads (walking
 /// back from its producer): a mask's builders, which the pattern replaces with it.
 std::vector<std::string> exclusive_cone(const graph::GraphIndex& g, const std::string& value,

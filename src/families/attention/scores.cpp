@@ -196,11 +196,9 @@ void take_additive(const GraphIndex& g, Parts& p, const Node& n, const Node* qk,
 
 bool take_constant_mask(const GraphIndex& g, Parts& p, const std::string& m, const Node& consumer,
                         std::array<int64_t, 2> scores, bool additive, bool removed_if_true) {
-  std::optional<ConstTensor> t = evaluate_mask(g, m);
-  if (!t) return false;
-  if (removed_if_true)
-    for (double& x : t->data) x = x != 0 ? 0 : 1;  // kept where m is false
-  const MaskClass c = classify_mask(*t, additive);
+  const std::optional<MaskClass> found = classify_constant_mask(g, m, additive, removed_if_true);
+  if (!found) return false;
+  const MaskClass& c = *found;
   const TensorType& mt = g.type(m);
   const int64_t mr = mt.rank();
   const bool exact = mr >= 2 && mt.shape[mr - 2] == scores[0] && mt.shape[mr - 1] == scores[1];

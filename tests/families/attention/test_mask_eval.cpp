@@ -58,3 +58,31 @@ TEST(MaskEval, EvaluatesConstantsAndStopsAtPlaceholders) {
 
 }  // namespace
 }  // namespace fact::discover::attention
+
+namespace fact::discover::attention {
+namespace {
+
+TEST(MaskEval, LargeMasksAreClassifiedElementByElement) {
+  // [1, 1, 2048, 2048] (4M elements, above the 2^20 held): le of two index views, __and__ a
+  // constant true, negated for masked_fill.
+  const graph::Graph g = graph::parse_text(R"(graph M {
+  %arange : i64[2048]{1} = aten.arange.default(2048, device=device("cpu"), pin_memory=false)
+  %q : i64[1,1,2048,1]{2048,2048,1,1} = aten.view.default(%arange, [1, 1, 2048, 1])
+  %k : i64[1,1,1,2048]{2048,2048,2048,1} = aten.view.default(%arange, [1, 1, 1, 2048])
+  %le : b8[1,1,2048,2048]{4194304,4194304,2048,1} = aten.le.Tensor(%k, %q)
+  %and_1 : b8[1,1,2048,2048]{4194304,4194304,2048,1} = aten.__and__.Tensor(%le, true)
+  output (%and_1)
+})");
+  const graph::GraphIndex index(g);
+  EXPECT_FALSE(evaluate_mask(index, "and_1"));  // too large to hold
+  const auto kept = classify_constant_mask(index, "and_1", false, false);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->kind, MaskClass::Kind::causal);
+  const auto removed = classify_constant_mask(index, "and_1", false, true);  // masked_fill(and_1, -inf) keeps j > i
+  ASSERT_TRUE(removed);
+  EXPECT_EQ(removed->kind, MaskClass::Kind::other);
+  EXPECT_FALSE(classify_constant_mask(index, "and_1", false, false, /*max_elements=*/1 << 20));
+}
+
+}  // namespace
+}  // namespace fact::discover::attention
