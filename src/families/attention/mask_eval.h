@@ -28,7 +28,7 @@ struct ConstTensor {
 /// masked_fill) from no placeholder, with at most `max_elements` elements in any value.
 /// nullopt otherwise.
 std::optional<ConstTensor> evaluate_mask(const graph::GraphIndex& g, const std::string& value,
-                                         int64_t max_elements = int64_t(1) << 22);
+                                         int64_t max_elements = int64_t(1) << 20);
 
 /// What a constant mask keeps over its last two dims [R, C] (the same for every leading
 /// index): key j of row i is kept where the element is true (a bool mask) or 0 (an additive
