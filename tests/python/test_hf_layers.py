@@ -85,3 +85,46 @@ def test_layer_attention_is_matched_and_its_mask_proven(name, impl, factc, tmp_p
     mask, window = EXPECTED[name]
     assert (problem["mask"], problem.get("window")) == (mask, window), problem
     assert [p for p in plan["patterns"] if p["rule"] == "gemm"], "every linear is a GEMM"
+
+
+SYMBOL = {"causal": "fa_causal", "none": "fa_none", "additive": "fa_additive"}
+
+
+@pytest.mark.parametrize("impl", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", ["llama", "gpt2", "bert"])
+def test_layer_runs_its_attention_on_the_stand_in_kernel(name, impl, factc, tmp_path,
+                                                         attention_library: str) -> None:
+    """With head dim 8 (the stand-in kernel's), the plan's attention pattern — the mask's
+    builders and the nodes the canonical form dropped among its nodes — runs through the
+    runtime on the exported graph and gives the model's output."""
+    from attention_cases import attn_artifact, attn_pattern
+    from fact.runtime import load
+
+    torch.manual_seed(0)
+    config, cls = _config(name, impl)
+    for key in ("hidden_size", "n_embd"):
+        if hasattr(config, key):
+            setattr(config, key, 32)  # 4 heads of 8
+    config.head_dim = 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Hidden(cls(config).eval())
+    x = torch.randint(0, 128, (2, T))
+    with torch.no_grad():
+        graph = export(model, [x])
+    write_graph(graph, tmp_path / "graph.json")
+    subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o", str(tmp_path / "plan.json")],
+                   check=True, capture_output=True)
+    (attn,) = [p for p in json.loads((tmp_path / "plan.json").read_text())["patterns"]
+               if p["rule"] == "attention"]
+    pattern = attn_pattern(attn["nodes"], attn["output"], attn["operands"], attn["problem"],
+                           SYMBOL[attn["problem"]["mask"]])
+    fm = load(attn_artifact(tmp_path, graph, [pattern], attention_library), model)
+    fm.bindings["p0"].device_type = "cpu"  # host memory is the stand-in's device
+    with torch.no_grad():
+        out, want = fm(x), model(x)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert fm.fallback_counts() == {"p0": 0} and fm.disabled_patterns() == {}
+    assert not set(fm.aten_nodes()) & set(attn["nodes"])  # the dropped nodes inside go with it
+    ops = {n["name"]: n["op"] for n in graph["nodes"]}
+    assert not {ops[n] for n in fm.aten_nodes()} & {"aten.softmax.int", "aten.scaled_dot_product_attention.default"}
