@@ -1,6 +1,7 @@
 // Graph walking of the `attention` rule (src/families/attention/rule.cpp): the forms of
-// attention it recognizes (attention_match.cpp), the mask proof (attention_mask.cpp), K/V
-// repeats and the head-merge absorption (attention_heads.cpp).
+// attention it recognizes (match.cpp), the walk back from the softmax to the scores
+// (scores.cpp), the mask proofs (mask_proof.cpp, and mask_eval.h for masks that are constants
+// of the export), K/V repeats and the head-merge absorption (heads.cpp).
 // docs/03-rules.md, "The attention rule".
 //
 //   O = softmax(scale * q @ k^T + mask) @ v      q [B,Hq,Tq,D], k, v [B,Hkv,Tk,D]

@@ -3,9 +3,11 @@
 //   O[b, h, i, :] = softmax_j(scale * Q[b,h,i,:] . K[b,g(h),j,:] + mask(b,h,i,j)) @ V[b,g(h)],
 //   g(h) = h / (Hq / Hkv).
 //
-// Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax):
-//          q @ k.transpose(-2, -1), scales by numbers, masked_fill(mask, -inf) or + mask,
-//          softmax(-1), dropout that does nothing, @ v; and
+// Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax),
+//          over the canonical graph (discover/canonical/): q @ k.transpose(-2, -1), scales by
+//          numbers, masked_fill / where with a constant fill and + mask (several masks, the
+//          first the kernel's), floating casts and views around the scores, softmax(-1),
+//          casts, @ v; masks that are constants of the export classified (mask_eval.h); and
 //          aten.scaled_dot_product_attention.default. Both swallow K/V repeats (GQA) and the
 //          head merge after the product (attention_match.h).
 // Meaning  F.scaled_dot_product_attention / softmax(q @ k^T * scale + mask) @ v.
