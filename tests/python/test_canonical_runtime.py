@@ -107,3 +107,18 @@ def test_an_identity_outside_every_pattern_keeps_running(tmp_path) -> None:
     assert json.dumps(plan).count("canonical form drops it") == len(
         [n for n in graph["nodes"] if n["op"] in {"aten.dropout.default", "aten.to.dtype",
                                                    "aten._assert_tensor_metadata.default"}])
+
+
+def test_discover_canonical_prints_the_canonical_graph(tmp_path, factc) -> None:
+    """``factc discover --canonical`` prints the graph every rule sees and what it dropped."""
+    import subprocess
+
+    from fact.export import write_graph
+    graph = export(HfEager().eval(), _inputs("HfEager"))
+    write_graph(graph, tmp_path / "graph.json")
+    out = subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "--canonical"],
+                         check=True, capture_output=True, text=True).stdout
+    assert out.startswith("graph ") and "aten.softmax.int" in out
+    assert "aten._assert_tensor_metadata.default(" not in out.split("}\n")[0]
+    assert "# dropped %_assert_tensor_metadata_default (aten._assert_tensor_metadata.default): an assertion" in out
+    assert "# dropped %dropout (aten.dropout.default): dropout with train=False" in out
