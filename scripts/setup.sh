@@ -3,8 +3,9 @@
 #   1. Debian packages the engine builds with (JSON, CLI parsing, formatting, hashing,
 #      SQLite, GoogleTest, CMake, Ninja);
 #   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy,
-#      matplotlib for the report's charts, tqdm for the progress bars) and the `fact`
-#      package itself (editable; this also registers the torch.compile backend "fact");
+#      matplotlib for the report's charts, tqdm for the progress bars, transformers for the
+#      Hugging Face layer tests) and the `fact` package itself (editable; this also registers
+#      the torch.compile backend "fact");
 #   3. the CUTLASS C++ headers from the nvidia-cutlass wheel into .deps/cutlass;
 #   4. the engine (factc) and its tests, built into build/.
 # Idempotent: a second run only rebuilds what changed.
@@ -21,6 +22,9 @@ NUMPY_VERSION=2.4.6
 TQDM_VERSION=4.70.1
 # Optional at run time: without it `fact optimize` skips the report's PNG charts.
 MATPLOTLIB_VERSION=3.11.2
+# Tests only: one layer each of Llama, Mistral, Qwen2, GPT-2, BERT, ViT and T5 built from
+# tiny configs (tests/python/test_hf_layers.py skips without it; nothing is downloaded).
+TRANSFORMERS_VERSION=5.23.0
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -44,7 +48,7 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "pytest==${PYTEST_VERSION}" \
   "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" "tqdm==${TQDM_VERSION}" \
-  setuptools wheel
+  "transformers==${TRANSFORMERS_VERSION}" setuptools wheel
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f .deps/cutlass/include/cutlass/version.h ]; then

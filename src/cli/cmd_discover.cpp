@@ -1,9 +1,10 @@
-// `factc discover GRAPH [-o plan.json] [--text] [--policy tf32]`: run every rule over a
+// `factc discover GRAPH [-o plan.json] [--text | --canonical] [--policy tf32]`: run every rule over a
 // graph and write the prioritized plan (docs/03-rules.md). A summary goes to stderr.
 #include <iostream>
 
 #include "cli/commands.h"
 #include "base/file_io.h"
+#include "discover/canonical/canonical.h"
 #include "discover/plan.h"
 #include "graph/io.h"
 
@@ -12,7 +13,7 @@ namespace fact::cli {
 void add_discover_command(CLI::App& app) {
   struct Options {
     std::string graph, output, policy = "tf32";
-    bool text = false;
+    bool text = false, canonical = false;
   };
   auto opt = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("discover", "match rules over a graph and write the plan");
@@ -21,6 +22,8 @@ void add_discover_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", opt->output, "plan JSON path (default: stdout unless --text)");
   cmd->add_flag("--text", opt->text, "print the plan's canonical text to stdout");
+  cmd->add_flag("--canonical", opt->canonical,
+                "print the canonical graph every rule sees (and what it dropped) to stdout");
   cmd->add_option("--policy", opt->policy, "precision policy for fp32 matmuls: fp32, tf32, bf16")
       ->capture_default_str();
   cmd->callback([opt] {
@@ -28,7 +31,8 @@ void add_discover_command(CLI::App& app) {
     const graph::Graph g = graph::load_graph(opt->graph);
     const discover::Plan plan = discover::make_plan(g, discover::builtin_rules(), policy);
     if (!opt->output.empty()) write_file(opt->output, discover::plan_to_json_string(plan));
-    if (opt->text) std::cout << discover::plan_to_text(plan);
+    if (opt->canonical) std::cout << discover::canonical_to_text(discover::canonicalize(g));
+    else if (opt->text) std::cout << discover::plan_to_text(plan);
     else if (opt->output.empty()) std::cout << discover::plan_to_json_string(plan);
     std::cerr << "discover " << g.name << ": " << plan.patterns.size() << " patterns, "
               << plan.rejected.size() << " rejected, " << plan.fallback.size() << " fallback\n";

@@ -52,9 +52,11 @@ struct Plan {
   std::vector<FallbackNode> fallback;  // graph order
 };
 
-/// Runs every rule over every node, estimates each match, resolves overlaps (a node
+/// Runs every rule over every node of the canonical graph (discover/canonical/canonical.h),
+/// estimates each match, resolves overlaps (a node
 /// belongs to at most one pattern; larger gain wins, then earlier node), orders the
-/// patterns by gain and lists every other node as rejected or fallback.
+/// patterns by gain and lists every other node as rejected or fallback; nodes the canonical
+/// form dropped are put back (restore_dropped), so every name is one of `graph`'s.
 /// Throws fact::Error if the graph is malformed.
 Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision precision);
 

@@ -3,7 +3,9 @@
 #include <map>
 #include <set>
 
+#include "discover/canonical/canonical.h"
 #include "discover/plan.h"
+#include "families/gemm/epilogue/through_views.h"
 
 namespace fact::discover {
 namespace {
@@ -13,7 +15,7 @@ namespace {
 int64_t unfused_bytes(const graph::GraphIndex& g, const std::vector<std::string>& nodes) {
   int64_t bytes = 0;
   for (const auto& name : nodes) {
-    const graph::Node* n = g.producer(name);
+    const graph::Node* n = g.contains(name) ? g.producer(name) : nullptr;  // an assertion has no value
     if (!n) continue;
     std::set<std::string> read;
     auto add = [&](const std::string& v) {
@@ -36,8 +38,11 @@ struct Candidate {
 
 }  // namespace
 
-Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision precision) {
-  const graph::GraphIndex index(graph);
+Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precision precision) {
+  // 0. Every rule sees the canonical graph (discover/canonical/canonical.h).
+  const CanonicalGraph canonical = canonicalize(exported);
+  const graph::Graph& graph = canonical.graph;
+  const graph::GraphIndex index(graph), exported_index(exported);
   const MatchContext ctx{index, precision};
 
   // 1. Every rule over every node.
@@ -48,7 +53,8 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     for (const Rule& rule : rules.rules()) {
       MatchResult r = rule.match(ctx, node);
       if (auto* m = std::get_if<Match>(&r)) {
-        Estimate e = estimate(m->work, unfused_bytes(index, m->nodes));
+        Estimate e =
+            estimate(m->work, unfused_bytes(exported_index, exported_nodes(exported_index, canonical, m->nodes, m->output)));
         candidates.push_back({&rule, i, std::move(*m), std::move(e)});
       } else if (auto* rej = std::get_if<Rejection>(&r)) {
         rejections.push_back({node.name, node.op, std::string(rule.name), rej->reason});
@@ -94,7 +100,7 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
   std::map<std::string, std::string> in_tail_of;  // node -> pattern id
   for (Pattern& p : plan.patterns) {
     if (!rules.find(p.rule)->takes_tail) continue;
-    EpilogueSearch found = find_epilogue(index, p.output);
+    EpilogueSearch found = find_epilogue_through_views(index, p.output);
     p.epilogue_stop = found.stop;
     if (!found.epilogue) continue;
     auto taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(),
@@ -124,6 +130,8 @@ Plan make_plan(const graph::Graph& graph, const RuleRegistry& rules, Precision p
     plan.fallback.push_back(
         {node.name, node.op, lost != lost_to.end() ? lost->second : "no rule matches"});
   }
+  // 4. The nodes the canonical form dropped: into the pattern they sit inside, or fallback.
+  restore_dropped(exported, canonical, plan);
   return plan;
 }
 

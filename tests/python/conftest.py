@@ -26,6 +26,16 @@ def examples_dir() -> str:
     return os.path.join(ROOT, "examples")
 
 
+@pytest.fixture(scope="session")
+def factc() -> str:
+    """The real engine (build/factc or FACT_FACTC); skips the test when it is not built."""
+    from fact.factc import FactcError, find_factc
+    try:
+        return find_factc()
+    except FactcError as exc:
+        pytest.skip(f"the engine is not built: {exc}")
+
+
 @pytest.fixture
 def fake_factc(tmp_path, monkeypatch) -> str:
     """FACT_FACTC pointed at the stand-in engine tests/python/fake_factc.py, without a GPU

@@ -18,16 +18,7 @@ import pytest
 import torch
 
 from fact.export import export, write_graph
-from fact.factc import FactcError, find_factc
 from fact.problem import load_problem
-
-
-@pytest.fixture(scope="module")
-def factc() -> str:
-    try:
-        return find_factc()
-    except FactcError as exc:
-        pytest.skip(f"the engine is not built: {exc}")
 
 
 def _import_example(path: str):

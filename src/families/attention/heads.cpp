@@ -13,7 +13,6 @@ using graph::TensorType;
 
 namespace {
 
-
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }
 
 struct Repeat {

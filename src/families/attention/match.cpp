@@ -31,20 +31,23 @@ std::string dims(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt
 
 int64_t normalized_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
+void reject(std::string reason) { throw Reject{std::move(reason)}; }
+
 namespace {
 
-
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }
-
-bool is_product(const Node* n) {
-  return n && (n->op == "aten.matmul.default" || n->op == "aten.bmm.default") && n->args.size() == 2 &&
-         n->outputs.size() == 1 && n->outputs[0].type;
-}
 
 std::string names(const std::vector<const Node*>& nodes) {
   std::vector<std::string> s;
   for (const Node* n : nodes) s.push_back("%" + n->name);
   return fmt::format("{}", fmt::join(s, ", "));
+}
+
+}  // namespace
+
+bool is_product(const Node* n) {
+  return n && (n->op == "aten.matmul.default" || n->op == "aten.bmm.default") && n->args.size() == 2 &&
+         n->outputs.size() == 1 && n->outputs[0].type;
 }
 
 // Who else reads `value` (for reasons): its users other than `consumer`, or the graph output.
@@ -57,11 +60,6 @@ std::string other_readers(const GraphIndex& g, const std::string& value, const N
   return s;
 }
 
-// x * c, c * x or x / c for a number c: the tensor read and the factor applied to it.
-struct ScaleOp {
-  std::string input;
-  double factor;
-};
 std::optional<ScaleOp> scale_op(const Node& n) {
   const bool mul = n.op == "aten.mul.Tensor" || n.op == "aten.mul.Scalar";
   const bool div = n.op == "aten.div.Tensor" || n.op == "aten.div.Scalar";
@@ -80,7 +78,6 @@ std::optional<ScaleOp> scale_op(const Node& n) {
   return std::nullopt;
 }
 
-// A scale by a tensor (x * t, x / t): the rule cannot know its value.
 bool tensor_scale(const Node& n) {
   return (n.op == "aten.mul.Tensor" || n.op == "aten.div.Tensor") && n.args.size() == 2 && n.args[0].ref() &&
          n.args[1].ref();
@@ -91,6 +88,18 @@ double checked_factor(const Node& n, double factor) {
     reject(fmt::format("%{} scales by {}: the attention rule takes a positive, finite scale", n.name, factor));
   return factor;
 }
+
+bool float_cast(const GraphIndex& g, const Node& n) {
+  const bool cast = n.op == "aten.to.dtype" || n.op == "aten._to_copy.default";
+  const Arg* device = n.kwarg("device");
+  if (!cast || (device && !device->is<graph::None>()) || n.args.empty() || !n.args[0].ref() ||
+      n.outputs.size() != 1 || !n.outputs[0].type)
+    return false;
+  const TensorType &in = g.type(*n.args[0].ref()), &o = *n.outputs[0].type;
+  return graph::is_floating(in.dtype) && graph::is_floating(o.dtype) && in.shape == o.shape;
+}
+
+namespace {
 
 // Peels single-use scales by a number off `value` (read by `consumer`), e.g. q * d**-0.5.
 void peel_scales(const GraphIndex& g, Parts& p, std::string& value, const Node*& consumer) {
@@ -127,30 +136,11 @@ bool swaps_last_two(const Node& n, int64_t rank) {
 
 // ---- hand-written attention ---------------------------------------------------------
 
-// Back from the softmax input through scales and masks to the score product (rank >= 3).
-const Node* scores_product(const GraphIndex& g, const std::string& v, int depth = 12) {
-  const Node* n = g.producer(v);
-  if (!n || depth == 0) return nullptr;
-  if (is_product(n)) return n->outputs[0].type->rank() >= 3 ? n : nullptr;
-  const std::string* a0 = n->args.empty() ? nullptr : n->args[0].ref();
-  if (std::optional<ScaleOp> s = scale_op(*n)) return scores_product(g, s->input, depth - 1);
-  const bool cast = n->op == "aten.to.dtype" || n->op == "aten._to_copy.default" || n->op == "aten.type_as.default";
-  if ((n->op == "aten.masked_fill.Scalar" || n->op == "aten.masked_fill.Tensor" || tensor_scale(*n) || cast) && a0)
-    return scores_product(g, *a0, depth - 1);
-  if (n->op == "aten.add.Tensor" && n->args.size() >= 2) {
-    if (a0)
-      if (const Node* m = scores_product(g, *a0, depth - 1)) return m;
-    if (const std::string* a1 = n->args[1].ref()) return scores_product(g, *a1, depth - 1);
-  }
-  return nullptr;
-}
-
 // Some user chain of `v` (through dropout, scales, casts) reaches a product reading it first.
 bool feeds_product(const GraphIndex& g, const std::string& v, int depth = 4) {
   for (const Node* u : g.users(v)) {
     if (is_product(u) && u->args[0].ref() && *u->args[0].ref() == v) return true;
-    const bool passes = u->op == "aten.dropout.default" || scale_op(*u) || u->op == "aten.to.dtype" ||
-                        u->op == "aten._to_copy.default" || u->op == "aten.type_as.default" ||
+    const bool passes = u->op == "aten.dropout.default" || scale_op(*u) || float_cast(g, *u) ||
                         u->op == "aten.clone.default" || u->op == "aten.contiguous.default";
     if (passes && depth > 0 && u->outputs.size() == 1 && u->outputs[0].type &&
         feeds_product(g, out(*u), depth - 1))
@@ -175,63 +165,21 @@ void check_softmax(const GraphIndex& g, const Node& sm) {
                        graph::torch_name(sm.outputs[0].type->dtype), graph::torch_name(in.dtype)));
 }
 
-// masked_fill(scores, m, -inf): causal when m is provably the strict upper triangle, else a
-// drop mask (or keep, for logical_not(keep)); a mask made from a buffer must be proven.
-void fill_mask(const GraphIndex& g, Parts& p, const Node& fill, const std::string& m) {
-  const TensorType& scores = *fill.outputs[0].type;
-  const TensorType& mt = g.type(m);
-  const int64_t r = scores.rank(), mr = mt.rank();
-  const bool exact = mr >= 2 && mt.shape[mr - 2] == scores.shape[r - 2] && mt.shape[mr - 1] == scores.shape[r - 1];
-  const MaskProof proof = prove_mask(g, m);
-  if (proof.pattern == MaskProof::Pattern::strict_upper && exact) {
-    p.mask = MaskKind::causal;
-    if (proof.from_buffer) p.causal_buffer = proof.source;
-    std::string v = m;
-    const Node* consumer = &fill;
-    for (const Node* n : proof.chain) {  // the proof's nodes, while nothing else reads them
-      if (only_user(g, v) != consumer) break;
-      p.nodes.push_back(n->name);
-      consumer = n;
-      if (n->args.empty() || !n->args[0].ref()) break;
-      v = *n->args[0].ref();
-    }
-    return;
-  }
-  if (proof.from_buffer) {
-    const graph::Placeholder* src = g.placeholder(proof.source);
-    std::string why = proof.pattern == MaskProof::Pattern::lower
-                          ? "it removes the keys j <= i (the lower triangle itself)"
-                      : proof.pattern == MaskProof::Pattern::strict_upper
-                          ? fmt::format("it is a triangle of {} over scores {}", dims(mt.shape), dims(scores.shape))
-                          : proof.why;
-    reject(fmt::format("mask %{} of %{} is computed from {} %{} and is not provably causal: {}; the attention "
-                       "rule says causal only when it can prove the mask is torch.tril(ones) (a buffer the "
-                       "graph records with value=\"tril\")",
-                       m, fill.name, src ? graph::kind_name(src->kind) : "buffer", proof.source, why));
-  }
-  if (mt.dtype != graph::DType::b8)
-    reject(fmt::format("mask %{} of %{} has dtype {}, not bool", m, fill.name, graph::torch_name(mt.dtype)));
-  const Node* n = g.producer(m);
-  const std::string* in = n && !n->args.empty() ? n->args[0].ref() : nullptr;
-  if (in && (n->op == "aten.logical_not.default" || n->op == "aten.bitwise_not.default") &&
-      g.type(*in).dtype == graph::DType::b8 && only_user(g, m) == &fill) {
-    p.mask = MaskKind::keep;  // masked_fill(~keep, -inf): the kernel reads keep itself
-    p.mask_value = *in;
-    p.nodes.push_back(n->name);
-    return;
-  }
-  p.mask = MaskKind::drop;
-  p.mask_value = m;
-}
-
 }  // namespace
 
 std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
   if (sm.op != "aten.softmax.int" && sm.op != "aten._softmax.default") return std::nullopt;
   if (sm.args.empty() || !sm.args[0].ref() || sm.outputs.size() != 1 || !sm.outputs[0].type) return std::nullopt;
   const std::string s_in = *sm.args[0].ref();
-  const Node* qk = scores_product(g, s_in);
-  if (!qk || !feeds_product(g, out(sm))) return std::nullopt;
+  const Node* qk = scores_product(g, s_in);  // throws when a product hides behind an op the walk does not take
+  if (!qk) return std::nullopt;
+  if (!feeds_product(g, out(sm))) {
+    const std::vector<const Node*> users = g.users(out(sm));
+    if (users.empty()) return std::nullopt;  // scores of a product normalized and returned: not attention
+    reject(fmt::format("%{} normalizes the product %{}, but its probabilities reach no product with v through "
+                       "dropout, scales and casts: %{} ({}) reads them", sm.name, qk->name, users[0]->name,
+                       users[0]->op));
+  }
 
   Parts p;
   p.form = "matmul";
@@ -259,6 +207,11 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
       cur = out(*u);
       continue;
     }
+    if (float_cast(g, *u)) {  // the upcast spelling's downcast: the kernel rounds P as it multiplies
+      p.nodes.push_back(u->name);
+      cur = out(*u);
+      continue;
+    }
     if (is_product(u) && u->args[0].ref() && *u->args[0].ref() == cur) {
       pv = u;
       break;
@@ -267,84 +220,15 @@ std::optional<Parts> match_written(const GraphIndex& g, const Node& sm) {
       reject(fmt::format("%{} scales the probabilities after the softmax: the kernel applies its scale to "
                          "q.k before the softmax", u->name));
     reject(fmt::format("%{} ({}) reads the probabilities before the product with v: only dropout with p = 0 "
-                       "or train=False may come between the softmax and @ v", u->name, u->op));
+                       "or train=False and casts may come between the softmax and @ v", u->name, u->op));
   }
   if (!pv->args[1].ref()) reject(fmt::format("%{}: v is not a tensor", pv->name));
   p.v = *pv->args[1].ref();
   p.core = out(*pv);
   p.nodes.push_back(pv->name);
 
-  // Backward: scales and masks down to q @ k^T.
-  std::string s = s_in;
-  const Node* consumer = &sm;
-  std::string later_scale;  // a scale met on the way back: applied after what comes next
-  for (;;) {
-    if (only_user(g, s) != consumer)
-      reject(fmt::format("%{} (the attention scores) is also read by {}: the kernel never materializes the "
-                         "scores", s, other_readers(g, s, consumer)));
-    const Node* n = g.producer(s);
-    if (n == qk) break;
-    if (!n) reject(fmt::format("%{} is a graph input, not the score product", s));
-    std::string next;
-    if (std::optional<ScaleOp> sc = scale_op(*n)) {
-      p.scale *= checked_factor(*n, sc->factor);
-      if (later_scale.empty()) later_scale = n->name;
-      next = sc->input;
-    } else if (n->op == "aten.masked_fill.Scalar" && n->args.size() == 3 && n->args[1].ref()) {
-      if (p.mask != MaskKind::none)
-        reject(fmt::format("%{} is a second mask of the scores: the kernel applies one", n->name));
-      const std::optional<double> fill = n->args[2].number();
-      // A finite fill (-1e9, torch.finfo(float32).min), times the scales after it, of at
-      // most kFiniteFill removes a key as -inf does: exp(fill - row max) is 0 in fp32 unless
-      // every kept score of the row is below kFiniteFill + 104. A causal row always keeps
-      // its diagonal, so this holds for causal masks only (a drop mask may empty a row,
-      // where eager averages and -inf gives NaN).
-      constexpr double kFiniteFill = -1e9;
-      const bool neg_inf = fill && std::isinf(*fill) && *fill < 0;
-      const bool finite_far = fill && std::isfinite(*fill) && *fill * p.scale <= kFiniteFill;
-      if (!neg_inf && !finite_far) {
-        if (fill && std::isfinite(*fill) && *fill <= kFiniteFill)
-          reject(fmt::format("%{} fills masked scores with {}, which the scales after it (x{}) make {}: above -1e9, "
-                             "so it is not taken for -inf", n->name, graph::format_arg(n->args[2]),
-                             graph::format_double(p.scale), graph::format_double(*fill * p.scale)));
-        reject(fmt::format("%{} fills masked scores with {}, not -inf (or at most -1e9 on a causal mask): the "
-                           "kernel removes masked keys", n->name, graph::format_arg(n->args[2])));
-      }
-      fill_mask(g, p, *n, *n->args[1].ref());
-      if (finite_far && p.mask != MaskKind::causal)
-        reject(fmt::format("%{} fills masked scores with {}: a finite fill is taken for -inf only on a proven "
-                           "causal mask (a row this mask empties would average in eager)",
-                           n->name, graph::format_arg(n->args[2])));
-      next = *n->args[0].ref();
-    } else if (n->op == "aten.add.Tensor" && n->args.size() == 2) {
-      const Arg* alpha = n->kwarg("alpha");
-      if (alpha && alpha->number() != 1.0)
-        reject(fmt::format("%{} adds the mask times alpha={}", n->name, graph::format_arg(*alpha)));
-      const bool first = n->args[0].ref() && scores_product(g, *n->args[0].ref()) == qk;
-      const std::string* m = n->args[first ? 1 : 0].ref();
-      if (!m) reject(fmt::format("%{} adds a constant to the scores", n->name));
-      if (p.mask != MaskKind::none)
-        reject(fmt::format("%{} is a second mask of the scores: the kernel applies one", n->name));
-      if (!later_scale.empty())
-        reject(fmt::format("%{} scales the scores after the additive mask %{}: the kernel adds the mask to the "
-                           "scaled scores", later_scale, n->name));
-      if (g.type(*m).dtype != n->outputs[0].type->dtype)
-        reject(fmt::format("additive mask %{} has dtype {}, the scores {}", *m, graph::torch_name(g.type(*m).dtype),
-                           graph::torch_name(n->outputs[0].type->dtype)));
-      p.mask = MaskKind::additive;
-      p.mask_value = *m;
-      next = *n->args[first ? 0 : 1].ref();
-    } else if (tensor_scale(*n)) {
-      reject(fmt::format("%{} scales the scores by the tensor %{}, whose value the graph does not record: the "
-                         "attention rule takes a scale that is a number", n->name, *n->args[1].ref()));
-    } else {
-      reject(fmt::format("%{} ({}) comes between the score product and the softmax: only scales by a number, "
-                         "masked_fill(mask, -inf) and an additive mask may", n->name, n->op));
-    }
-    p.nodes.push_back(n->name);
-    consumer = n;
-    s = next;
-  }
+  // Backward: scales, masks, casts and views down to q @ k^T (scores.cpp).
+  walk_scores(g, p, sm, qk);
 
   // q @ k^T: q and k^T may carry scales; k^T is a transpose of k (kept when read elsewhere).
   p.nodes.push_back(qk->name);
@@ -403,7 +287,14 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   } else {
     p.scale = q.rank() ? 1.0 / std::sqrt(static_cast<double>(q.shape.back())) : 1.0;  // PyTorch's default
   }
-  if (const Arg* mask = n.arg_or_kwarg(3, "attn_mask"); mask && !mask->is<graph::None>()) {
+  const Arg* mask = n.arg_or_kwarg(3, "attn_mask");
+  const bool bool_mask = mask && mask->ref() && g.type(*mask->ref()).dtype == graph::DType::b8;
+  const graph::TensorType& kt = g.type(p.k);
+  if (mask && mask->ref() && !is_causal && (bool_mask || g.type(*mask->ref()).dtype == q.dtype) && q.rank() >= 2 &&
+      take_constant_mask(g, p, *mask->ref(), n, {q.shape[q.rank() - 2], kt.shape[kt.rank() - 2]}, !bool_mask,
+                         false)) {
+    // a constant mask of the export: all kept (no mask) or causal, read by no kernel
+  } else if (mask && !mask->is<graph::None>()) {
     if (!mask->ref()) reject(fmt::format("%{}: attn_mask is not a tensor", n.name));
     if (is_causal) reject(fmt::format("%{} has both attn_mask and is_causal=True", n.name));
     const graph::DType md = g.type(*mask->ref()).dtype;

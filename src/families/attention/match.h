@@ -1,6 +1,7 @@
 // Graph walking of the `attention` rule (src/families/attention/rule.cpp): the forms of
-// attention it recognizes (attention_match.cpp), the mask proof (attention_mask.cpp), K/V
-// repeats and the head-merge absorption (attention_heads.cpp).
+// attention it recognizes (match.cpp), the walk back from the softmax to the scores
+// (scores.cpp), the mask proofs (mask_proof.cpp, and mask_eval.h for masks that are constants
+// of the export), K/V repeats and the head-merge absorption (heads.cpp).
 // docs/03-rules.md, "The attention rule".
 //
 //   O = softmax(scale * q @ k^T + mask) @ v      q [B,Hq,Tq,D], k, v [B,Hkv,Tk,D]
@@ -27,6 +28,9 @@ namespace fact::discover::attention {
 /// A failed constraint is thrown as a Rejection (discover::reject, rule.h).
 using fact::discover::reject;
 
+/// Throws Reject{reason}.
+[[noreturn]] void reject(std::string reason);
+
 /// The mask kinds and the plan's problem.mask spelling (mask_name), one definition with
 /// realization's (families/attention/mask_kind.h).
 using fact::MaskKind;
@@ -41,6 +45,12 @@ struct Parts {
   MaskKind mask = MaskKind::none;
   std::string mask_value;  // the mask operand (additive, keep, drop); empty otherwise
   std::string causal_buffer;  // the buffer/constant a causal mask was proven from ("" if none)
+  /// Masks after the first (the kernels apply one; realize says so): kind and value each.
+  std::vector<std::pair<MaskKind, std::string>> extra_masks;
+  /// A finite fill (torch.finfo.min) of a keep or drop mask that is not causal: eager gives a
+  /// row whose keys are all masked the mean of V, the kernels' -inf does not.
+  std::optional<double> fill;
+  int64_t window = 0;  // a causal mask proven to keep only i - window < j <= i (0: every j <= i)
   double scale = 1.0;      // multiplies q.k
   std::string core;        // the value of `@ v` (or of the SDPA node): O in [B,H,Tq,D] order
   std::vector<std::string> nodes;  // nodes replaced so far, any order
@@ -95,7 +105,45 @@ struct MaskProof {
 };
 MaskProof prove_mask(const graph::GraphIndex& g, const std::string& mask);
 
+/// Back from the softmax input `v` through the ops walk_scores takes to the score product
+/// (rank >= 3); nullptr when no product is behind them at all. Throws Reject naming the first
+/// op the walk cannot take when a product of rank >= 3 lies behind it (no silent miss).
+const graph::Node* scores_product(const graph::GraphIndex& g, const std::string& v);
+
+/// The backward half of match_written: from the softmax `sm` down to `qk`, scales by numbers
+/// into p.scale, masks (masked_fill, where, + mask; the first is p.mask, later ones
+/// p.extra_masks), floating casts and views that keep the last two dims, their nodes into
+/// p.nodes. Throws Reject on anything else between them.
+void walk_scores(const graph::GraphIndex& g, Parts& p, const graph::Node& sm, const graph::Node* qk);
+
+/// A mask `m` of the scores (bool: true = kept, or `additive`: 0 = kept) that is a constant
+/// of the export (mask_eval.h) and all kept, or causal (with a window) over last dims that are
+/// the scores' [Tq, Tk]: applied to `p` (no mask, or causal and p.window) with its builders that
+/// nothing else reads joining p.nodes (`consumer` reads m). `removed_if_true`: m's true
+/// elements are the removed ones (masked_fill). Returns false, changing nothing, for any other
+/// mask; throws Reject for a constant mask that removes every key.
+bool take_constant_mask(const graph::GraphIndex& g, Parts& p, const std::string& m, const graph::Node& consumer,
+                        std::array<int64_t, 2> scores, bool additive, bool removed_if_true);
+
 // ---- small graph helpers shared by the attention files -------------------------------
+
+/// An aten.matmul / aten.bmm node with one typed output.
+bool is_product(const graph::Node* n);
+/// Who reads `value` besides `consumer` (for reasons): "%a, %b and the graph's outputs".
+std::string other_readers(const graph::GraphIndex& g, const std::string& value, const graph::Node* consumer);
+/// x * c, c * x or x / c for a number c: the tensor read and the factor applied to it.
+struct ScaleOp {
+  std::string input;
+  double factor;
+};
+std::optional<ScaleOp> scale_op(const graph::Node& n);
+/// A scale by a tensor (x * t, x / t): the rule cannot know its value.
+bool tensor_scale(const graph::Node& n);
+/// `factor`, or Reject when it is not positive and finite.
+double checked_factor(const graph::Node& n, double factor);
+/// A cast from a floating dtype to a floating dtype that keeps the shape (to.dtype,
+/// _to_copy without a device).
+bool float_cast(const graph::GraphIndex& g, const graph::Node& n);
 
 /// True when `value` is one of the graph's outputs.
 bool is_graph_output(const graph::GraphIndex& g, std::string_view value);

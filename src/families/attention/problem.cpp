@@ -68,6 +68,34 @@ bool non_overlapping(const std::vector<std::pair<int64_t, int64_t>>& size_stride
   return true;
 }
 
+// The optional fields of spellings the kernels do not compute yet (problem.h).
+void read_spelled_extras(const json& j, AttentionProblem& p) {
+  if (j.contains("extra_masks")) {
+    if (!j.at("extra_masks").is_array()) bad("extra_masks", "must be an array, got " + j.at("extra_masks").dump());
+    p.extra_masks = static_cast<int64_t>(j.at("extra_masks").size());
+  }
+  if (j.contains("mask_key_stride")) {
+    p.mask_key_stride = integer(j.at("mask_key_stride"), "mask_key_stride");
+    if (p.mask_key_stride < 1 || !mask_has_tensor(p.mask))
+      bad("mask_key_stride", "must be an integer >= 1 with a mask tensor, got " + j.at("mask_key_stride").dump());
+  }
+  if (j.contains("window")) {
+    p.window = integer(j.at("window"), "window");
+    if (p.window < 1 || p.mask != MaskKind::causal) bad("window", "must be an integer >= 1 with mask causal, got " + j.at("window").dump());
+  }
+  if (j.contains("fill")) {
+    const json& f = j.at("fill");
+    if (!f.is_number() || !std::isfinite(f.get<double>()) || (p.mask != MaskKind::keep && p.mask != MaskKind::drop && p.extra_masks == 0))
+      bad("fill", "must be a finite number with a keep or drop mask, got " + f.dump());
+    p.fill = f.get<double>();
+  }
+  if (j.contains("mask_dtype")) {
+    if (!j.at("mask_dtype").is_string() || p.mask != MaskKind::additive)
+      bad("mask_dtype", "must be a dtype name with mask additive, got " + j.at("mask_dtype").dump());
+    p.mask_dtype = j.at("mask_dtype").get<std::string>();
+  }
+}
+
 }  // namespace
 
 int64_t AttentionProblem::extent_q() const { return extent(batch, heads, seq_q, head_dim, q); }
@@ -134,6 +162,8 @@ AttentionProblem attention_problem_from_json(const json& j) {
     if (!j.at("form").is_string()) bad("form", "must be a string, got " + j.at("form").dump());
     p.form = j.at("form").get<std::string>();
   }
+
+  read_spelled_extras(j, p);
 
   const json& strides = required(j, "strides", "strides");
   if (!strides.is_object()) bad("strides", "must be an object, got " + strides.dump());

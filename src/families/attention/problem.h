@@ -6,6 +6,7 @@
 // b < batch, h < heads, g(h) = h / (heads / kv_heads), i < seq_q, j < seq_k, head dim D.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,13 @@ struct AttentionProblem {
   AttentionStrides q, k, v, o, mask_strides;  // mask_strides only for a mask tensor
   std::string output_layout = "bhtd";         // O's dims outermost first: "bhtd", "bthd", "tbhd", ...
   std::string form;  // optional: how the graph wrote it, "matmul" | "sdpa" (docs/03-rules.md); "" if absent
+  // Optional fields a spelling asks for that the kernels do not compute yet (attention_family
+  // says why and the ATen path runs; docs/03-rules.md, "Problem descriptor"):
+  int64_t window = 0;          // > 0 with a causal mask: key j takes part iff i - window < j <= i
+  std::optional<double> fill;  // a finite fill of a keep/drop mask (eager averages V over an emptied row)
+  std::string mask_dtype;      // an additive mask's dtype when it is not Q's ("" = Q's)
+  int64_t extra_masks = 0;     // masks beyond the first (problem.extra_masks)
+  int64_t mask_key_stride = 1; // the mask's stride along the keys (the kernels read 1)
 
   /// Elements each allocation spans (largest offset + 1): Q and O over (batch, heads,
   /// seq_q, D), K and V over (batch, kv_heads, seq_k, D), the mask over (batch, heads,
@@ -59,7 +67,9 @@ struct AttentionProblem {
 /// {"q", "k", "v", "o": [batch, head, row] integers >= 0; "mask": the same, or null when
 /// the mask kind reads no tensor}, output_layout (an order of b, h, t, then d: "bhtd", "bthd",
 /// "tbhd", ...; strides.o is authoritative) and, optionally, form (a
-/// string, how eager computes it: "matmul" or "sdpa"). O's strides must
+/// string, how eager computes it: "matmul" or "sdpa"), window (an integer >= 1, with mask
+/// causal), fill (a finite number, with mask keep or drop), mask_dtype (a dtype name, with
+/// mask additive), extra_masks (an array) and mask_key_stride (an integer >= 1, with a mask tensor). O's strides must
 /// not make two of its elements share memory, and Q/K/V rows must not overlap (row stride
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);

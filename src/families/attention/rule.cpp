@@ -3,9 +3,11 @@
 //   O[b, h, i, :] = softmax_j(scale * Q[b,h,i,:] . K[b,g(h),j,:] + mask(b,h,i,j)) @ V[b,g(h)],
 //   g(h) = h / (Hq / Hkv).
 //
-// Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax):
-//          q @ k.transpose(-2, -1), scales by numbers, masked_fill(mask, -inf) or + mask,
-//          softmax(-1), dropout that does nothing, @ v; and
+// Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax),
+//          over the canonical graph (discover/canonical/): q @ k.transpose(-2, -1), scales by
+//          numbers, masked_fill / where with a constant fill and + mask (several masks, the
+//          first the kernel's), floating casts and views around the scores, softmax(-1),
+//          casts, @ v; masks that are constants of the export classified (mask_eval.h); and
 //          aten.scaled_dot_product_attention.default. Both swallow K/V repeats (GQA) and the
 //          head merge after the product (attention_match.h).
 // Meaning  F.scaled_dot_product_attention / softmax(q @ k^T * scale + mask) @ v.
@@ -55,8 +57,10 @@ nlohmann::ordered_json operand_strides(const std::string& role, const std::strin
 }
 
 // [batch, head, row] strides of a mask broadcast to [B, H, Tq, Tk] (size-1 dims: stride 0).
+// `key_stride` (when given) receives a key stride other than 1 instead of a rejection: the
+// problem records it (mask_key_stride) and realize runs the pattern on the ATen path.
 nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& m, const Dims4& o, int64_t tk,
-                                    int64_t rank) {
+                                    int64_t rank, int64_t* key_stride = nullptr) {
   const std::vector<int64_t> target =
       rank == 4 ? std::vector<int64_t>{o.b, o.h, o.t, tk} : std::vector<int64_t>{o.b, o.t, tk};
   auto fail = [&](const char* why) {
@@ -64,16 +68,22 @@ nlohmann::ordered_json mask_strides(const std::string& value, const TensorType& 
                        "as [B or 1, H or 1, Tq or 1, Tk] with unit stride along the keys",
                        value, attention::dims(m.shape), attention::dims(m.strides), why, attention::dims(target)));
   };
-  if (m.rank() > rank) fail("has more dims than");
+  int64_t lead = 0;  // leading size-1 dims beyond the scores' rank (a [1, 1, T, T] mask of bmm's scores)
+  while (m.rank() - lead > rank && m.shape[lead] == 1) ++lead;
+  if (m.rank() - lead > rank) fail("has more dims than");
   std::vector<int64_t> s(rank, 0);
-  const int64_t off = rank - m.rank();
-  for (int64_t i = 0; i < m.rank(); ++i) {
-    const int64_t size = m.shape[i], want = target[off + i];
+  const int64_t off = rank - (m.rank() - lead);
+  for (int64_t i = lead; i < m.rank(); ++i) {
+    const int64_t size = m.shape[i], want = target[off + i - lead];
     if (size != want && size != 1) fail("does not broadcast to");
-    s[off + i] = size == 1 ? 0 : m.strides[i];
+    s[off + i - lead] = size == 1 ? 0 : m.strides[i];
   }
   if (m.rank() == 0 || (tk != 1 && m.shape.back() == 1)) fail("is broadcast along the keys of");
-  if (m.shape.back() != tk || (tk != 1 && s.back() != 1)) fail("is not unit stride along the keys of");
+  if (m.shape.back() != tk) fail("is not unit stride along the keys of");
+  if (tk != 1 && s.back() != 1) {
+    if (!key_stride || s.back() <= 0) fail("is not unit stride along the keys of");
+    *key_stride = s.back();
+  }
   if (rank == 4) return {s[0], s[1], s[2]};
   return {s[0], 0, s[1]};
 }
@@ -102,6 +112,42 @@ int64_t pairs(int64_t tq, int64_t tk, bool causal) {
   if (!causal) return tq * tk;
   const int64_t full = std::min(tq, tk);  // rows 0..full-1 keep i + 1 keys, later rows keep tk
   return full * (full + 1) / 2 + (tq - full) * tk;
+}
+
+// A mask operand made by expand (m.expand_as(scores) in canonical form) and read once inside
+// the pattern: the kernel reads m itself (its size-1 dims broadcast at stride 0), and the
+// expand joins the pattern's nodes.
+void peel_mask_expand(const graph::GraphIndex& g, Parts& parts, std::string& mask) {
+  const std::set<std::string> inside(parts.nodes.begin(), parts.nodes.end());
+  for (;;) {
+    const graph::Node* e = g.producer(mask);
+    const graph::Node* reader = attention::only_user(g, mask);
+    if (!e || e->op != "aten.expand.default" || e->args.empty() || !e->args[0].ref() || !reader ||
+        !inside.contains(reader->name) || g.type(*e->args[0].ref()).rank() > g.type(mask).rank())
+      return;
+    parts.nodes.push_back(e->name);
+    mask = *e->args[0].ref();
+  }
+}
+
+// What the spelling asks beyond the kernels' one mask of Q's dtype, removed with -inf:
+// problem fields realize reads (docs/03-rules.md, "Problem descriptor"); absent when not asked.
+void add_spelled_extras(const graph::GraphIndex& g, const Parts& parts, const Dims4& o, int64_t tk, int64_t rank,
+                        DType dtype, nlohmann::ordered_json& problem, int64_t& bytes) {
+  if (!parts.mask_value.empty() && parts.mask == MaskKind::additive && g.type(parts.mask_value).dtype != dtype)
+    problem["mask_dtype"] = graph::torch_name(g.type(parts.mask_value).dtype);
+  if (parts.fill) problem["fill"] = *parts.fill;
+  if (parts.extra_masks.empty()) return;
+  nlohmann::ordered_json extra = nlohmann::ordered_json::array();
+  for (const auto& [kind, value] : parts.extra_masks) {
+    const TensorType& t = g.type(value);
+    extra.push_back({{"mask", attention::mask_name(kind)},
+                     {"value", value},
+                     {"dtype", graph::torch_name(t.dtype)},
+                     {"strides", mask_strides(value, t, o, tk, rank)}});
+    bytes += tensor_bytes(t);
+  }
+  problem["extra_masks"] = std::move(extra);
 }
 
 Match make_match(const MatchContext& ctx, Parts parts) {
@@ -136,11 +182,14 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   attention::OutputLayout out = attention::absorb_output(g, parts.core, rank);
   parts.nodes.insert(parts.nodes.end(), out.nodes.begin(), out.nodes.end());
 
+  if (!parts.mask_value.empty()) peel_mask_expand(g, parts, parts.mask_value);
+  for (auto& extra : parts.extra_masks) peel_mask_expand(g, parts, extra.second);
   const bool has_mask_operand = !parts.mask_value.empty();
+  int64_t key_stride = 1;  // of an additive mask that is a strided view (T5's position bias)
   nlohmann::ordered_json strides = {
       {"q", operand_strides("q", parts.q, tq)}, {"k", operand_strides("k", parts.k, tk)},
       {"v", operand_strides("v", parts.v, tv)}, {"o", {out.strides[0], out.strides[1], out.strides[2]}},
-      {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank)
+      {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank, &key_stride)
                                 : nlohmann::ordered_json(nullptr)}};
 
   const bool causal = parts.mask == MaskKind::causal;
@@ -173,8 +222,11 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   // The proof's premise, which the runtime re-checks against the buffer it loads: whether or
   // not the pattern's nodes read the buffer (a mask chain shared by two attentions stays ATen).
   if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
+  if (parts.window > 0) m.problem["window"] = parts.window;
+  if (key_stride != 1) m.problem["mask_key_stride"] = key_stride;
   int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
   if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
+  add_spelled_extras(g, parts, o, k.t, rank, tq.dtype, m.problem, bytes);
   m.work = {flops, bytes, matmul_unit(tq.dtype, ctx.precision)};
   return m;
 }

@@ -8,6 +8,28 @@
 #include <fmt/format.h>
 
 namespace fact::realize {
+namespace {
+
+// What a spelling asked that the kernels do not compute yet (problem.h): false with `why`.
+bool spelled_extras_supported(const AttentionProblem& p, std::string& why) {
+  if (p.window > 0)
+    why = fmt::format("a causal mask with a window of {} keys: the attention kernels do not skip keys left of the "
+                      "window yet; the ATen path runs", p.window);
+  else if (p.fill)
+    why = fmt::format("masked keys filled with {} rather than -inf: a row whose keys are all masked is the mean of "
+                      "V in eager, and the attention kernels remove masked keys; the ATen path runs", *p.fill);
+  else if (!p.mask_dtype.empty())
+    why = fmt::format("an additive mask of dtype {} with {} Q: the attention kernels read a mask of Q's dtype; the "
+                      "ATen path runs", p.mask_dtype, to_string(p.dtype));
+  else if (p.mask_key_stride != 1)
+    why = fmt::format("a mask with stride {} along the keys: the attention kernels read mask rows of contiguous "
+                      "keys; the ATen path runs", p.mask_key_stride);
+  else if (p.extra_masks > 0)
+    why = fmt::format("{} masks: the attention kernels apply one; the ATen path runs", p.extra_masks + 1);
+  return why.empty();
+}
+
+}  // namespace
 
 std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why) {
   why.clear();
@@ -17,6 +39,7 @@ std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Preci
   } else {
     f.math = p.dtype == DType::bf16 ? "bf16" : "f16";
   }
+  if (!spelled_extras_supported(p, why)) return std::nullopt;
   if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128) {
     why = fmt::format("head dim {} is not built (the attention kernels have head dims 64, 96 and 128): the ATen path runs",
                       p.head_dim);

@@ -118,3 +118,28 @@ TEST(AttentionProblem, ErrorsNameTheField) {
   expect(j, "field 'strides.o' is missing");
 }
 
+TEST(AttentionProblem, SpelledExtrasAreReadAndChecked) {
+  const AttentionProblem w = attention_problem_from_json(mingpt({{"window", 4096}}));
+  EXPECT_EQ(w.window, 4096);
+  EXPECT_EQ(attention_problem_from_json(mingpt()).window, 0);
+  json keep = mingpt({{"mask", "keep"}, {"fill", -3.4028234663852886e+38}});
+  keep["strides"]["mask"] = {128, 0, 1};
+  EXPECT_EQ(attention_problem_from_json(keep).fill, -3.4028234663852886e+38);
+  json additive = mingpt({{"mask", "additive"}, {"mask_dtype", "float32"},
+                          {"extra_masks", json::array({{{"mask", "keep"}}})}, {"fill", -1e30}});
+  additive["strides"]["mask"] = {128, 0, 1};
+  const AttentionProblem a = attention_problem_from_json(additive);
+  EXPECT_EQ(a.mask_dtype, "float32");
+  EXPECT_EQ(a.extra_masks, 1);
+  auto expect = [](const json& j, const std::string& text) {
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(text), std::string::npos) << "got: " << e;
+  };
+  expect(mingpt({{"window", 0}}), "field 'window' must be an integer >= 1 with mask causal");
+  expect(mingpt({{"fill", -1e30}}), "field 'fill' must be a finite number with a keep or drop mask");
+  expect(mingpt({{"mask_dtype", "float32"}}), "field 'mask_dtype' must be a dtype name with mask additive");
+  expect(mingpt({{"extra_masks", 2}}), "field 'extra_masks' must be an array");
+  expect(mingpt({{"mask_key_stride", 4}}), "field 'mask_key_stride' must be an integer >= 1 with a mask tensor");
+  additive["mask_key_stride"] = 4;
+  EXPECT_EQ(attention_problem_from_json(additive).mask_key_stride, 4);
+}

@@ -247,3 +247,29 @@ TEST(AttentionArgs, StridesScaleAndTheRuntimesFlags) {
   p.mask = MaskKind::causal;
   EXPECT_EQ(make_attention_args(p, &q, &k, &v, &o, &m).mask, nullptr);  // no tensor to pass
 }
+
+TEST(AttentionFamily, SpelledExtrasTheKernelsDoNotComputeAreVendorOnly) {
+  std::string why;
+  AttentionProblem p = contiguous(DType::F16, 64);
+  p.window = 4096;
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("a causal mask with a window of 4096 keys"), std::string::npos) << why;
+  p = contiguous(DType::F16, 64, MaskKind::keep);
+  p.fill = -65504.0;
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("rather than -inf"), std::string::npos) << why;
+  p = contiguous(DType::F16, 64, MaskKind::additive);
+  p.mask_dtype = "float32";
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("an additive mask of dtype float32"), std::string::npos) << why;
+  p.mask_dtype.clear();
+  p.extra_masks = 1;
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("2 masks: the attention kernels apply one"), std::string::npos) << why;
+  p.extra_masks = 0;
+  p.mask_key_stride = 4;  // T5's position bias, a permuted view
+  EXPECT_FALSE(attention_family(p, Precision::tf32, why));
+  EXPECT_NE(why.find("a mask with stride 4 along the keys"), std::string::npos) << why;
+  p.mask_key_stride = 1;
+  EXPECT_TRUE(attention_family(p, Precision::tf32, why)) << why;
+}

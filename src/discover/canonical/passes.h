@@ -1,0 +1,45 @@
+// The canonical passes (canonical.h), one per file; the order they run in is
+// canonicalize.cpp's kPasses.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "discover/canonical/canonical.h"
+
+namespace fact::discover::canonical {
+
+/// What a pass works on: the graph so far and what was dropped or rewritten before.
+struct Work {
+  graph::Graph& graph;
+  std::vector<DroppedNode>& dropped;
+  std::set<std::string>& rewritten;
+};
+
+/// Removes the nodes of `drops` (each names a node of w.graph) and makes every reference to
+/// a dropped node's output read its same_as instead (chains of drops followed).
+void apply_drops(Work& w, std::vector<DroppedNode> drops);
+
+/// True when `op` is one of `ops`.
+template <size_t N>
+bool is_one_of(std::string_view op, const std::string_view (&ops)[N]) {
+  for (auto o : ops)
+    if (o == op) return true;
+  return false;
+}
+
+/// True when `value` is read by no node of `g` and is not one of its outputs.
+bool unread(const graph::GraphIndex& g, const std::string& value);
+
+/// Each pass: finds what it canonicalizes in w.graph and applies it.
+void drop_assertions(Work& w);        // drop_assertions.cpp
+void drop_aliases(Work& w);           // drop_aliases.cpp
+void drop_noop_casts(Work& w);        // drop_noop_casts.cpp
+void drop_identity_dropout(Work& w);  // drop_identity_dropout.cpp
+void shape_only_readers(Work& w);     // shape_only_readers.cpp
+void fold_scalar_constants(Work& w);  // fold_scalar_constants.cpp
+
+}  // namespace fact::discover::canonical
