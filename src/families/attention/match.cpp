@@ -31,8 +31,6 @@ std::string dims(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt
 
 int64_t normalized_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
-void reject(std::string reason) { throw Reject{std::move(reason)}; }
-
 namespace {
 
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }

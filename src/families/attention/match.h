@@ -28,9 +28,6 @@ namespace fact::discover::attention {
 /// A failed constraint is thrown as a Rejection (discover::reject, rule.h).
 using fact::discover::reject;
 
-/// Throws Reject{reason}.
-[[noreturn]] void reject(std::string reason);
-
 /// The mask kinds and the plan's problem.mask spelling (mask_name), one definition with
 /// realization's (families/attention/mask_kind.h).
 using fact::MaskKind;

@@ -250,15 +250,15 @@ TEST(AttentionArgs, StridesScaleAndTheRuntimesFlags) {
 
 TEST(AttentionFamily, SpelledExtrasTheKernelsDoNotComputeAreVendorOnly) {
   std::string why;
-  AttentionProblem p = contiguous(DType::F16, 64);
+  AttentionProblem p = contiguous(DType::f16, 64);
   p.window = 4096;
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("a causal mask with a window of 4096 keys"), std::string::npos) << why;
-  p = contiguous(DType::F16, 64, MaskKind::keep);
+  p = contiguous(DType::f16, 64, MaskKind::keep);
   p.fill = -65504.0;
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("rather than -inf"), std::string::npos) << why;
-  p = contiguous(DType::F16, 64, MaskKind::additive);
+  p = contiguous(DType::f16, 64, MaskKind::additive);
   p.mask_dtype = "float32";
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("an additive mask of dtype float32"), std::string::npos) << why;
