@@ -298,6 +298,12 @@ bool take_residual_add(const GraphIndex& g, NormParts& p) {
   for (const Node* n : chain)
     if (!read_inside_only(g, out_of(*n), inside)) read_after.push_back(out_of(*n));
   if (read_after.size() > 1) return false;
+  // The kernel runs where the norm's output is made: the sum's readers must come after it.
+  if (!read_after.empty()) {
+    const size_t end = g.position(*g.producer(p.output));
+    for (const Node* u : g.users(read_after[0]))
+      if (!inside.contains(u->name) && !is_assert(*u) && g.position(*u) < end) return false;
+  }
   for (const Node* n : chain) {
     p.nodes.push_back(n->name);
     take_asserts(g, out_of(*n), p.nodes);

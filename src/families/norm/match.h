@@ -44,7 +44,9 @@ std::optional<NormParts> match_written_norm(const graph::GraphIndex& g, const gr
 /// multiply and the bias add after it (each the single reader of the value before it), the
 /// input casts before it and a residual add feeding it (add & norm), with the
 /// _assert_tensor_metadata nodes that read the values taken. The sum is an output
-/// (`sum_output`) exactly when a node outside the pattern, or the graph's outputs, read it.
+/// (`sum_output`) exactly when a node outside the pattern, or the graph's outputs, read it;
+/// the add is not taken when two of its chain's values are read after, or when a reader of
+/// the sum comes before the norm's output in graph order (the kernel runs there).
 void extend_norm(const graph::GraphIndex& g, NormParts& parts);
 
 /// True for a cast that keeps the values (to.dtype, type_as, _to_copy without other
