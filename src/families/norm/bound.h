@@ -3,9 +3,9 @@
 //
 // Statistics are fp32 (u = 2^-24) over a row of n elements s_j with A = sum_j |s_j| / n,
 // gamma(k) = k u / (1 - k u) (Higham, "Accuracy and Stability of Numerical Algorithms",
-// 2nd ed., §3.1 and eq. (4.4): a sum of n terms in floating point is off by at most
-// gamma(n - 1) sum |terms|, in any order of additions, the tree of the kernel's shuffles
-// included):
+// 2nd ed., Lemma 3.1 for gamma, §4.2 for the sum: n terms summed in floating point, in any
+// order of additions — the kernel's per-thread sums and shuffle tree included — are off by
+// at most gamma(n - 1) sum |terms|):
 //  * the mean (LayerNorm): d_mu = gamma(n + 1) A (the sum, the division by n);
 //  * the variance: LayerNorm's second pass sums (s_j - mu^)^2 = (s_j - mu)^2 + ... whose
 //    exact mean is var + (mu^ - mu)^2 >= var: d_var = d_mu^2 + gamma(n + 3) (var + d_mu^2)
