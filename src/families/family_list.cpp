@@ -53,4 +53,27 @@ const CandidateOutcome* PatternRealization::winner(const std::vector<CandidateOu
   return best;
 }
 
+const CandidateOutcome* fastest_kernel_else_bound(const std::vector<CandidateOutcome>& outcomes) {
+  const CandidateOutcome* best = nullptr;
+  const CandidateOutcome* bound = nullptr;
+  for (const auto& o : outcomes) {
+    if (o.impl == "vendor") {
+      if (o.status == "ok") bound = &o;
+    } else if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) {
+      best = &o;
+    }
+  }
+  return best ? best : bound;
+}
+
+void compose_tailless_winner(std::string_view family, const std::string& id, const nlohmann::json& r,
+                             const nlohmann::json& w, nlohmann::json& m) {
+  if (r.value("fused", false)) {
+    throw Error("realized.json fused a tail into " + std::string(family) + " pattern " + id + ": " +
+                std::string(family) + " kernels have none");
+  }
+  if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
+  m["symbol"] = w.contains("symbol") ? w.at("symbol") : w.at("kernel");
+}
+
 }  // namespace fact::families

@@ -5,22 +5,11 @@
 
 namespace fact::realize {
 
-namespace {
-const char* cuda_element(DType d) {
-  switch (d) {
-    case DType::F32: return "float";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::F16: return "__half";
-  }
-  return "?";
-}
-}  // namespace
-
 std::string render_attention(const std::string& template_text, const AttentionFamily& f, const AttentionConfig& c) {
   return fill_placeholders(template_text, {
       {"NAME", attention_kernel_name(f, c)},
       {"ABI", embedded::kAttentionAbiHeader},
-      {"ELEMENT", cuda_element(f.element)},
+      {"ELEMENT", cuda_element_name(f.element)},
       {"MATH", f.math},
       {"HEAD_DIM", std::to_string(f.head_dim)},
       {"MASK", std::to_string(int(f.mask))},

@@ -26,6 +26,15 @@ std::string cutlass_layout(Layout l) {
 
 }  // namespace
 
+const char* cuda_element_name(DType d) {
+  switch (d) {
+    case DType::F32: return "float";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::F16: return "__half";
+  }
+  return "?";
+}
+
 std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [key, value] : values) {
     const std::string needle = "{{" + key + "}}";

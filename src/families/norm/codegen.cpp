@@ -6,14 +6,6 @@
 namespace fact::realize {
 
 namespace {
-const char* cuda_element(DType d) {
-  switch (d) {
-    case DType::F32: return "float";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::F16: return "__half";
-  }
-  return "?";
-}
 const char* boolean(bool b) { return b ? "true" : "false"; }
 }  // namespace
 
@@ -21,9 +13,9 @@ std::string render_norm(const std::string& template_text, const NormKernel& k, c
   return fill_placeholders(template_text, {
       {"NAME", norm_kernel_name(k, c)},
       {"ABI", embedded::kNormAbiHeader},
-      {"ELEMENT", cuda_element(k.element)},
-      {"OUT_ELEMENT", cuda_element(k.out)},
-      {"PARAM_ELEMENT", cuda_element(k.param.value_or(DType::F32))},
+      {"ELEMENT", cuda_element_name(k.element)},
+      {"OUT_ELEMENT", cuda_element_name(k.out)},
+      {"PARAM_ELEMENT", cuda_element_name(k.param.value_or(DType::F32))},
       {"NORM", k.norm == NormKind::layer ? "0" : "1"},
       {"COLS", std::to_string(k.cols)},
       {"HAS_RESIDUAL", boolean(k.residual)},

@@ -13,6 +13,7 @@
 #include "families/norm/codegen.h"
 #include "families/norm/rule.h"
 #include "families/norm/verify_tune.h"
+#include "engine/library_candidate.h"
 
 using nlohmann::json;
 
@@ -29,18 +30,7 @@ class NormPattern final : public PatternRealization {
     TuneResult out;
     std::vector<std::unique_ptr<NormCandidate>> runnable;
     runnable.push_back(make_norm_vendor_bound(problem));
-    for (const auto& name : kernels) {
-      const auto& b = ctx.built->at(name);
-      std::string why = b.ok ? "" : b.reason;
-      if (b.ok) {
-        try {
-          runnable.push_back(load_norm_candidate(name, b.library.string(), b.symbol.empty() ? name : b.symbol));
-        } catch (const std::exception& e) {
-          why = e.what();
-        }
-      }
-      if (!why.empty()) out.build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", why}, {"key", b.key}});
-    }
+    load_built_kernels(kernels, *ctx.built, &load_norm_candidate, runnable, out.build_failures);
     std::fprintf(stderr, "realize %s: verifying and tuning %zu norm candidates (%s rows=%lld cols=%lld %s)\n", ctx.id.c_str(),
                  runnable.size(), norm_kind_name(problem.norm).c_str(), (long long)problem.rows, (long long)problem.cols,
                  to_string(problem.dtype).c_str());
@@ -51,16 +41,7 @@ class NormPattern final : public PatternRealization {
   // The vendor candidate is a lower bound of the ATen path, not the path: it wins only
   // when no kernel verified.
   const CandidateOutcome* winner(const std::vector<CandidateOutcome>& outcomes) const override {
-    const CandidateOutcome* best = nullptr;
-    const CandidateOutcome* bound = nullptr;
-    for (const auto& o : outcomes) {
-      if (o.impl == std::string("vendor")) {
-        if (o.status == "ok") bound = &o;
-      } else if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) {
-        best = &o;
-      }
-    }
-    return best ? best : bound;
+    return fastest_kernel_else_bound(outcomes);
   }
 };
 
@@ -114,9 +95,7 @@ class NormFamily final : public Family {
     for (auto [role, wanted] : {std::pair{"residual", p.residual}, std::pair{"weight", p.weight}, std::pair{"bias", p.bias}}) {
       if (ops.contains(role) != wanted) throw bad(std::string("operand ") + role + (wanted ? " is missing" : " is not in the problem"));
     }
-    if (r.value("fused", false)) throw Error("realized.json fused a tail into norm pattern " + id + ": norm kernels have none");
-    if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
-    m["symbol"] = w.contains("symbol") ? w.at("symbol") : w.at("kernel");
+    compose_tailless_winner(name(), id, r, w, m);  // a kernel's symbol is its name unless realize says otherwise
     if (p.writes_sum()) m["extra_outputs"] = {{"sum", p.sum_output}};
   }
 

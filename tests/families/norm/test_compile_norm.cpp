@@ -11,6 +11,7 @@
 
 #include "base/file_io.h"
 #include "base/process.h"
+#include "../../engine/realize_options_util.h"
 #include "engine/realize.h"
 
 namespace fs = std::filesystem;
@@ -33,16 +34,11 @@ TEST(CompileNorm, OneKernelPerDtypeBuildsForSm90aAndExportsTheAbi) {
   }
   const fs::path dir = fs::temp_directory_path() / "fact-compile-norm";
   fs::remove_all(dir);
-  fs::create_directories(dir);
   const json patterns = {{{"id", "p0"}, {"rule", "norm"}, {"problem", problem("layer", "float32", true, true, 768)}},
                          {{"id", "p1"}, {"rule", "norm"}, {"problem", problem("rms", "bfloat16", false, false, 4096)}}};
-  fact::write_file(dir / "plan.json", json{{"format", "fact.plan"}, {"version", 1}, {"patterns", patterns}}.dump());
-  fact::realize::RealizeOptions o;
-  o.plan = dir / "plan.json";
-  o.output = dir / "realized.json";
-  o.cache_dir = FACT_TEST_CACHE_DIR;
-  o.no_gpu = true;
-  o.jobs = 1;
+  fact::realize::RealizeOptions o =
+      fact::test::options_for(dir, json{{"format", "fact.plan"}, {"version", 1}, {"patterns", patterns}});
+  o.cache_dir = FACT_TEST_CACHE_DIR;  // shared with the other compile tests: later runs hit it
   o.tune_budget = 1;
   o.policy = fact::Precision::tf32;
   ASSERT_EQ(fact::realize::run_realize(o), 0);
