@@ -26,6 +26,14 @@ class NormPattern final : public PatternRealization {
  public:
   NormProblem problem;
 
+  // The sum's graph value names where it goes, not what is computed: tuning is keyed by
+  // whether the sum is written.
+  json tuning_problem(const json& plan_problem) const override {
+    json key = plan_problem;
+    key["sum_output"] = problem.writes_sum();
+    return key;
+  }
+
   TuneResult tune(const TuneContext& ctx) const override {
     TuneResult out;
     std::vector<std::unique_ptr<NormCandidate>> runnable;
