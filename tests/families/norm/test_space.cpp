@@ -4,17 +4,20 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "families/family.h"
 #include "families/norm/codegen.h"
 #include "families/norm/space.h"
 
 namespace fact::realize {
-namespace {
 
+nlohmann::json llama_ffn_norm();  // Llama-3-8B's ffn_norm at full size, with its add and sum
 nlohmann::json llama_ffn_norm() {
   return {{"kind", "norm"}, {"norm", "rms"}, {"rows", 32768}, {"cols", 4096}, {"dtype", "bfloat16"},
           {"out_dtype", "bfloat16"}, {"param_dtype", "bfloat16"}, {"eps", 1e-5}, {"weight", true}, {"bias", false},
           {"residual", true}, {"sum_output", "to_2"}, {"strides", {{"x", 4096}, {"residual", 4096}}}, {"form", "written"}};
 }
+
+namespace {
 
 TEST(NormProblem, ReadsThePlansProblem) {
   const NormProblem p = norm_problem_from_json(llama_ffn_norm());
@@ -89,3 +92,37 @@ TEST(NormCodegen, NameAndSourceSayTheKernel) {
 
 }  // namespace
 }  // namespace fact::realize
+
+namespace fact::families {
+namespace {
+
+TEST(NormFamilyPlan, KernelsAreRequestedOnceAndOddRowsAreVendorOnly) {
+  const Family* f = find_family("norm");
+  ASSERT_NE(f, nullptr);
+  const std::optional<GpuInfo> gpu;
+  const PlanContext ctx{Precision::tf32, 2, &gpu, 132};
+  std::map<std::string, BuildRequest> requests;
+  nlohmann::json pat = {{"id", "p0"}, {"rule", "norm"}, {"problem", realize::llama_ffn_norm()}};
+  const auto a = f->plan(pat, ctx, requests);
+  const auto b = f->plan(pat, ctx, requests);  // the same problem: the same kernels, requested once
+  ASSERT_EQ(a->kernels.size(), 2u);
+  EXPECT_EQ(a->kernels, b->kernels);
+  EXPECT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests.at(a->kernels[0]).symbol, a->kernels[0]);
+  EXPECT_EQ(a->fields.at("aten_check"), "module");
+  EXPECT_TRUE(a->unsupported.empty());
+  // The tuning key says whether the sum is written, not where.
+  EXPECT_EQ(a->tuning_problem(pat["problem"]).at("sum_output"), true);
+  // bf16 rows of 3 elements: no 4-byte vector divides them.
+  pat["problem"]["cols"] = 3;
+  pat["problem"]["strides"] = {{"x", 3}, {"residual", 3}};
+  const auto odd = f->plan(pat, ctx, requests);
+  EXPECT_TRUE(odd->kernels.empty());
+  EXPECT_NE(odd->unsupported.find("no configuration of the norm kernels fits cols 3"), std::string::npos) << odd->unsupported;
+  // A problem that cannot be read throws (the pattern is then not realized at all).
+  pat["problem"].erase("rows");
+  EXPECT_THROW(f->plan(pat, ctx, requests), Error);
+}
+
+}  // namespace
+}  // namespace fact::families
