@@ -5,7 +5,8 @@ Suites: ``skeleton`` (the four examples of examples/, each under its own policy)
 examples/gemm_shapes/m8_linear.py, M = 8; each at ``tf32`` and at ``fp32``), ``epilogue`` (examples/epilogue/: a GEMM followed by an
 elementwise tail that FACT fuses into the kernel's epilogue, at ``tf32``) and ``attention``
 (examples/attention/: minGPT's causal self-attention, KernelBench L3-43, at ``tf32`` and
-``bf16``; an SDPA call and grouped-query attention at ``tf32``). The epilogue and attention
+``bf16``; an SDPA call and grouped-query attention at ``tf32``, and the grouped-query layer in
+bfloat16 at ``bf16``). The epilogue and attention
 suites are always timed side by side with ``torch.compile`` (``--inductor`` is implied).
 Each (problem, policy)
 runs in its own process (``python -m fact.cli optimize ...``), so one problem's memory and
@@ -50,11 +51,12 @@ _EPILOGUE = ["a_sub_mul_relu", "b_mul_leaky_relu", "c_relu_div", "d_add_bias_rel
              "h_add_swish_tanh_gelu_hardtanh", "i_sigmoid_times_2_plus_x", "wide_swish_mul",
              "mingpt_mlp"]
 # Fused attention: minGPT's block (KernelBench L3-43: the QKV projection, causal attention
-# from a tril buffer, the head merge, the output projection) under both fp32-model policies,
-# a bare SDPA call, and grouped-query attention.
+# from a tril buffer, the head merge, the output projection) under the three policies,
+# a bare SDPA call, grouped-query attention, and the grouped-query layer in bfloat16 (its
+# own dtype under every policy; the sm90 attention kernel's row).
 _ATTENTION = [("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
               ("L3-43_mingpt_attention", "fp32"), ("sdpa_attention", "tf32"),
-              ("gqa_attention", "tf32")]
+              ("gqa_attention", "tf32"), ("gqa_attention_bf16", "bf16")]
 SUITES: dict[str, list[tuple[str, str]]] = {
     "skeleton": [("square_4096", "tf32"), ("batched_128x512x1024x2048", "tf32"),
                  ("large_k_256x256x524288", "tf32"), ("linear_bf16_8192x4096x4096", "bf16")],

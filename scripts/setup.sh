@@ -3,7 +3,8 @@
 #   1. Debian packages the engine builds with (JSON, CLI parsing, formatting, hashing,
 #      SQLite, GoogleTest, CMake, Ninja);
 #   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy,
-#      matplotlib for the report's charts) and the `fact` package itself (editable);
+#      matplotlib for the report's charts, tqdm for the progress bars) and the `fact`
+#      package itself (editable; this also registers the torch.compile backend "fact");
 #   3. the CUTLASS C++ headers from the nvidia-cutlass wheel into .deps/cutlass;
 #   4. the engine (factc) and its tests, built into build/.
 # Idempotent: a second run only rebuilds what changed.
@@ -16,6 +17,8 @@ TORCH_VERSION=2.11.0
 CUTLASS_WHEEL_VERSION=4.2.0.0
 PYTEST_VERSION=8.3.4
 NUMPY_VERSION=2.4.6
+# Progress bars of compiling and tuning (fact.progress).
+TQDM_VERSION=4.70.1
 # Optional at run time: without it `fact optimize` skips the report's PNG charts.
 MATPLOTLIB_VERSION=3.11.2
 
@@ -40,7 +43,8 @@ PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "pytest==${PYTEST_VERSION}" \
-  "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" setuptools wheel
+  "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" "tqdm==${TQDM_VERSION}" \
+  setuptools wheel
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f .deps/cutlass/include/cutlass/version.h ]; then

@@ -1,17 +1,25 @@
 """The ``fact`` command.
 
 ``fact optimize PROBLEM.py [--precision fp32|tf32|bf16] [--out DIR] [--jobs N] [--json PATH]
-[--problem-name NAME] [--inductor]``
+[--problem-name NAME] [--inductor] [--progress|--no-progress] [-v]``
+
+``fact report ARTIFACT``: the artifact's report, re-rendered (:mod:`fact.report_cmd`).
 
 PROBLEM.py is in the KernelBench layout (``Model``, ``get_inputs()``,
 ``get_init_inputs()``). The model and inputs move to CUDA when it is available; the
-pipeline is :mod:`fact.optimize`'s. Exit status: 0 on success (also when there is no GPU
-and the run stops after compiling), 1 when verification fails, 2 on an error.
+pipeline is :mod:`fact.optimize`'s. What it does is logged on stderr (the ``fact``
+logger, at INFO; ``-v`` adds the engine's own lines); compiling and tuning show progress
+bars when stderr is a terminal. The results are printed on stdout.
+
+Exit status of ``fact optimize`` (:data:`EXIT_CODES`): 0 done (verified), 1 verification
+failed, 2 bad input or an engine error, 3 stopped for lack of a GPU after compiling.
+``fact report``: 0, or 2 when the path is not an artifact.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
@@ -19,7 +27,20 @@ from typing import Sequence
 
 import torch
 
-__all__ = ["main", "build_parser", "directory_arg", "count_arg"]
+__all__ = ["main", "build_parser", "directory_arg", "count_arg", "EXIT_CODES", "EXIT_OK",
+           "EXIT_NOT_VERIFIED", "EXIT_ERROR", "EXIT_NO_GPU"]
+
+EXIT_OK = 0
+EXIT_NOT_VERIFIED = 1
+EXIT_ERROR = 2
+EXIT_NO_GPU = 3
+#: ``fact optimize``'s exit statuses and their meanings (docs/09-backend.md).
+EXIT_CODES = {
+    EXIT_OK: "done: the module verified against float64 (results printed)",
+    EXIT_NOT_VERIFIED: "verification failed (the reason printed; no speedup claimed)",
+    EXIT_ERROR: "bad input (problem file, flags) or an export or engine error",
+    EXIT_NO_GPU: "no GPU: stopped after exporting, discovering and compiling",
+}
 
 
 def directory_arg(flag: str):
@@ -81,14 +102,50 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--factc", default=None, help="factc executable (default: $FACT_FACTC, "
                      "build/factc, PATH)")
     opt.add_argument("-v", "--verbose", action="store_true", help="echo the engine's progress")
+    opt.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                     help="compile and tune progress bars (default: when stderr is a terminal)")
+    rep = sub.add_parser("report", help="re-render an artifact's report (report.md) and "
+                         "print it")
+    rep.add_argument("artifact", help="the artifact directory (out/<problem>/artifact)")
     return parser
+
+
+class _StderrHandler(logging.Handler):
+    """Records as ``fact: message`` on whatever ``sys.stderr`` is when they come (not the
+    stream of the moment the handler was made), through ``tqdm.write`` so that a progress
+    bar on the terminal is redrawn below the line instead of being cut by it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("fact: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            from tqdm import tqdm
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:  # logging must never fail the run
+            self.handleError(record)
+
+
+def _log_to_stderr() -> None:
+    """The ``fact`` logger's records on stderr (INFO and above), once per process, and
+    :class:`fact.log.FactWarning` silenced (the logger says the same)."""
+    import warnings
+    from fact.log import FactWarning
+    log = logging.getLogger("fact")
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        log.addHandler(_StderrHandler())
+    log.setLevel(logging.INFO)
+    # What a FactWarning says is logged as well: on the terminal once is enough.
+    warnings.simplefilter("ignore", FactWarning)
 
 
 def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from fact.bench import Float64ReferenceError
     from fact.export import ExportError
     from fact.factc import FactcError
-    from fact.optimize import GpuRequired, optimize
+    from fact.gpu import GpuRequired
+    from fact.optimize import optimize
     from fact.precision import resolve_policy
     from fact.problem import ProblemError, load_problem
     from fact.report import bench_document, machine_info, render_text, write_bench
@@ -103,14 +160,15 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
                           jobs=args.jobs, factc=args.factc, cache=args.cache,
                           tune_budget=args.tune_budget, registry=not args.no_registry,
                           inductor=args.inductor, problem_name=problem.name,
-                          trials=args.trials, verbose=args.verbose)
+                          trials=args.trials, verbose=args.verbose,
+                          progress=args.progress)
     except GpuRequired as exc:
         print(str(exc))
-        print(f"files: {args.out or os.path.join('out', problem.name)}")
-        return 0
+        print(exc.details())
+        return EXIT_NO_GPU
     except (ProblemError, ExportError, FactcError, Float64ReferenceError, ValueError) as exc:
         print(f"fact: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     report = module.report
     row = report["row"]
     print(render_text([row]), end="")
@@ -130,16 +188,31 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
         doc = bench_document(command, [row], machine_info(report["realized"]))
         write_bench(args.json, doc)
         print(f"wrote {args.json}")
-    return 0 if row["verified"] else 1
+    return EXIT_OK if row["verified"] else EXIT_NOT_VERIFIED
+
+
+def _report(args: argparse.Namespace) -> int:
+    from fact.report_cmd import rerender
+    try:
+        text = rerender(args.artifact)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"fact: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(text, end="")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fact`` console script; returns the exit status."""
+    """Entry point of the ``fact`` console script; returns the exit status
+    (:data:`EXIT_CODES`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    _log_to_stderr()
     if args.command == "optimize":
         return _optimize(args, argv)
-    return 2  # argparse rejects unknown commands before this
+    if args.command == "report":
+        return _report(args)
+    return EXIT_ERROR  # argparse rejects unknown commands before this
 
 
 if __name__ == "__main__":

@@ -61,7 +61,32 @@ def _split(node: torch.fx.Node, gm: torch.fx.GraphModule) -> tuple[torch.fx.Grap
     return body, list(node.args[at + 1:])
 
 
-def _copy_into(out: torch.fx.Graph, gm: torch.fx.GraphModule, env: dict, operands: list[Any]) -> list[Any]:
+class _Names:
+    """Node names of the inlined graph: the enclosing graph's nodes keep theirs (the graph
+    signature and the FACT graph refer to them); a body's node keeps its own unless that is
+    taken, then gets the first free ``<name>_<i>``."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        # The names the copy keeps: every node but the regions, their getitems and bodies.
+        regions = {n for n in gm.graph.nodes if _hop_name(n) is not None}
+        dropped = regions | {n for n in gm.graph.nodes
+                             if (n.op == "call_function" and n.target is operator.getitem and n.args[0] in regions)
+                             or (n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.fx.GraphModule))}
+        self.used = {n.name for n in gm.graph.nodes if n not in dropped}
+
+    def body(self, name: str) -> str:
+        if name not in self.used:
+            self.used.add(name)
+            return name
+        i = 1
+        while f"{name}_{i}" in self.used:
+            i += 1
+        self.used.add(f"{name}_{i}")
+        return f"{name}_{i}"
+
+
+def _copy_into(out: torch.fx.Graph, gm: torch.fx.GraphModule, env: dict, operands: list[Any],
+               names: _Names, top: bool) -> list[Any]:
     """Copies gm's graph into ``out`` (operands for its placeholders, in order; regions
     inside inlined in turn); returns what its output node returns, mapped."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -78,15 +103,17 @@ def _copy_into(out: torch.fx.Graph, gm: torch.fx.GraphModule, env: dict, operand
         elif n.op == "get_attr" and isinstance(getattr(gm, n.target, None), torch.fx.GraphModule):
             env[n] = n  # a body: read by the region op that follows
         elif _hop_name(n) is not None:
-            env[n] = _inline_one(out, gm, n, env)
+            env[n] = _inline_one(out, gm, n, env, names)
         elif n.op == "call_function" and n.target is operator.getitem and isinstance(env.get(n.args[0]), list):
             env[n] = env[n.args[0]][n.args[1]]
         else:
             env[n] = out.node_copy(n, lambda a: env[a])
+            env[n].name = n.name if top else names.body(n.name)
     return result
 
 
-def _inline_one(out: torch.fx.Graph, gm: torch.fx.GraphModule, node: torch.fx.Node, env: dict) -> list[Any]:
+def _inline_one(out: torch.fx.Graph, gm: torch.fx.GraphModule, node: torch.fx.Node, env: dict,
+                names: _Names) -> list[Any]:
     hop = _hop_name(node)
     body, operands = _split(node, gm) if hop in (_GRAD, _AUTOCAST) else (None, [])
     if hop == _AUTOCAST and node.args[2]:
@@ -100,7 +127,7 @@ def _inline_one(out: torch.fx.Graph, gm: torch.fx.GraphModule, node: torch.fx.No
                           f"is not supported; FACT graphs hold ATen ops (autocast with enabled=False "
                           f"and grad-mode regions are inlined)")
     mapped = [torch.fx.node.map_arg(a, lambda x: env[x]) for a in operands]
-    result = _copy_into(out, body, {}, mapped)
+    result = _copy_into(out, body, {}, mapped, names, top=False)
     want = node.meta.get("val")
     if isinstance(want, (list, tuple)):
         for i, (r, w) in enumerate(zip(result, want)):
@@ -114,19 +141,24 @@ def _inline_one(out: torch.fx.Graph, gm: torch.fx.GraphModule, node: torch.fx.No
 
 def inline_regions(ep: torch.export.ExportedProgram) -> torch.fx.Graph:
     """``ep``'s graph with every grad-mode and disabled-autocast region inlined (a new graph;
-    ``ep`` is not changed). Placeholder and other node names stay as they are where no
-    inlined node takes them first; the output node keeps its positions.
+    ``ep`` is not changed; ``ep.graph`` itself when it has no region). The enclosing graph's
+    node names stay as they are (a body's node takes a free name); the output node keeps
+    its positions.
 
     Raises:
         RegionError: an enabled autocast region or another higher-order op, naming the node
         and the module it came from.
     """
+    if not any(_hop_name(n) is not None for n in ep.graph.nodes):
+        return ep.graph
     out = torch.fx.Graph()
+    names = _Names(ep.graph_module)
     env: dict = {}
     for n in ep.graph.nodes:
         if n.op == "placeholder":
             env[n] = out.node_copy(n)
+            env[n].name = n.name
     gm = ep.graph_module
-    result = _copy_into(out, gm, env, [env[n] for n in ep.graph.nodes if n.op == "placeholder"])
+    result = _copy_into(out, gm, env, [env[n] for n in ep.graph.nodes if n.op == "placeholder"], names, top=True)
     out.output(tuple(result))
     return out

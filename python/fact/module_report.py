@@ -42,7 +42,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from fact.families import find_family
 
-__all__ = ["write_module_report", "coverage", "pattern_times", "SECTION_MARKER",
+__all__ = ["write_module_report", "replace_section", "coverage", "pattern_times",
+           "SECTION_MARKER",
            "TIMES_PNG", "PATTERNS_PNG", "PLOTS_SKIPPED_NO_MATPLOTLIB", "VARIANT_LABELS"]
 
 TIMES_PNG = "report_times.png"
@@ -357,13 +358,20 @@ def write_module_report(artifact_dir: str | os.PathLike, row: Mapping[str, Any],
             os.remove(path)
     plots = _plot(artifact_dir, row, timings, manifest)
     section = _render(row, checks, timings, manifest, cov, plots)
-    path = os.path.join(artifact_dir, "report.md")
+    replace_section(os.path.join(artifact_dir, "report.md"), SECTION_MARKER, section)
+
+
+def replace_section(path: str, marker: str, section: str) -> str:
+    """Write ``section`` (starting with ``marker``) at the end of the markdown file ``path``,
+    in place of everything from an earlier ``marker`` on; a missing file starts with the
+    title ``# FACT report``. Returns the file's new text."""
     head = "# FACT report\n"
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             head = f.read()
-        if SECTION_MARKER in head:
-            head = head[:head.index(SECTION_MARKER)]
-    head = head.rstrip("\n") + "\n\n"
+        if marker in head:
+            head = head[:head.index(marker)]
+    text = head.rstrip("\n") + "\n\n" + section
     with open(path, "w", encoding="utf-8") as f:
-        f.write(head + section)
+        f.write(text)
+    return text

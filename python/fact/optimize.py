@@ -22,6 +22,7 @@ The order, and why:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -31,13 +32,18 @@ from typing import Any, Sequence
 
 import torch
 
+from fact.artifact import keep_sources
 from fact.aten_check import check_aten_paths
 from fact.bench import float64_reference, time_variants
 from fact.export import export_program, graph_from_program, write_graph
 from fact.factc import find_factc, run_factc
+from fact.gpu import NEEDS_GPU, GpuRequired, gpu_present
+from fact.log import logger, warn_once
 from fact.module_report import coverage, write_module_report
+from fact.plan_summary import NothingMatched, unmatched_text
 from fact.precision import (Check, check_output, eager_precision, fact_precision,
                             flat_tensors, resolve_policy, tolerance)
+from fact.progress import Progress
 from fact.runtime import FactModule, load, save_params
 
 __all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark",
@@ -52,25 +58,6 @@ DRAW_SCALES = (1.0, 10.0, 100.0)
 #: Seed of those draws (input ``i`` uses ``DRAW_SEED + i``; every scale the same draw).
 DRAW_SEED = 20251129
 OWN_INPUTS = "own inputs"
-
-
-class GpuRequired(RuntimeError):
-    """Realization ran without a GPU: kernels were compiled but not verified or tuned.
-
-    Attributes:
-        patterns: how many patterns discovery found.
-        compiled: how many CUTLASS kernels are built (compiled now or found in the cache).
-        cached: how many of those came from the cache.
-        cache: the kernel cache directory.
-    """
-
-    def __init__(self, patterns: int, compiled: int, cache: str, cached: int = 0) -> None:
-        self.patterns, self.compiled, self.cache, self.cached = patterns, compiled, cache, cached
-        fresh = f"{compiled - cached} compiled now, {cached} from the cache" if cached else \
-            f"compiled {compiled} kernel{'s' if compiled != 1 else ''}"
-        super().__init__(f"verification and tuning need a GPU: discovered {patterns} "
-                         f"pattern{'s' if patterns != 1 else ''}, {fresh} (cache: {cache}); "
-                         f"stopping")
 
 
 @dataclasses.dataclass
@@ -88,7 +75,13 @@ class OptimizeOptions:
         problem_name: the name in the report row (default: the model's class name).
         trials: timed trials per variant (at least 20).
         save_params: write ``artifact/params.pt`` so ``fact.load(artifact)`` needs no model.
-        verbose: echo the engine's progress.
+        verbose: log the engine's progress lines at INFO (else DEBUG) on the ``fact`` logger.
+        device: where the optimized module runs. ``None`` keeps the model and inputs where
+            they are; ``"cuda"`` (or ``"cuda:1"``) runs on copies moved there (the model
+            itself is not modified). Without a GPU nothing is moved and no CUDA call is made:
+            the steps that need no GPU run and :class:`fact.GpuRequired` says what is left.
+        progress: compile and tune progress bars on stderr (:mod:`fact.progress`);
+            ``None``: when stderr is a terminal.
     """
 
     out_dir: str = "out"
@@ -102,6 +95,8 @@ class OptimizeOptions:
     trials: int = 20
     save_params: bool = True
     verbose: bool = False
+    device: str | None = None
+    progress: bool | None = None
 
 
 def _device_type(inputs: Sequence[Any], model: torch.nn.Module) -> str:
@@ -311,21 +306,43 @@ def _stage_paths(out_dir: str) -> dict[str, str]:
 
 
 def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], policy: str,
-                     opts: OptimizeOptions) -> tuple[str, dict, float]:
+                     opts: OptimizeOptions, program: torch.export.ExportedProgram | None = None,
+                     graph: dict | None = None, require_patterns: bool = False
+                     ) -> tuple[str, dict, float]:
     """Steps 1-4: export and run the engine. Returns (artifact dir, realized.json, seconds).
+
+    The artifact also gets the plan, realized.json and ``environment.json``
+    (:func:`fact.artifact.keep_sources`) and, with ``opts.save_params``, ``params.pt``.
+    ``program`` and ``graph``, when given, are the model's exported program and its FACT
+    graph (the backend exports before it knows whether it has compiled the graph before).
 
     Raises:
         fact.export.ExportError, fact.factc.FactcError, GpuRequired.
+        fact.plan_summary.NothingMatched: ``require_patterns`` and discovery found none
+            (nothing is realized then).
     """
     paths = _stage_paths(opts.out_dir)
     os.makedirs(opts.out_dir, exist_ok=True)
     factc = find_factc(opts.factc)
     t0 = time.perf_counter()
-    ep = export_program(model, example_inputs)
-    graph = graph_from_program(ep, name=type(model).__name__)
+    name = opts.problem_name or type(model).__name__
+    if program is None:
+        logger.info("%s: exporting the graph", name)
+        program = export_program(model, example_inputs)
+    ep = program
+    if graph is None:
+        graph = graph_from_program(ep, name=type(model).__name__)
     write_graph(graph, paths["graph"])
+    logger.info("%s: discovering patterns (%d nodes)", name, len(graph["nodes"]))
     run_factc(factc, ["discover", paths["graph"], "-o", paths["plan"], "--policy", policy],
               opts.verbose)
+    with open(paths["plan"], encoding="utf-8") as f:
+        plan = json.load(f)
+    n_patterns = len(plan.get("patterns", []))
+    if n_patterns == 0 and require_patterns:
+        raise NothingMatched(plan)
+    if n_patterns == 0:
+        logger.warning("%s: nothing matched: %s", name, unmatched_text(plan))
     realize = ["realize", paths["plan"], "--policy", policy, "-o", paths["realized"]]
     if opts.jobs:
         realize += ["--jobs", str(opts.jobs)]
@@ -335,20 +352,46 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
         realize += ["--tune-budget", str(opts.tune_budget)]
     if not opts.registry:
         realize.append("--no-registry")
-    run_factc(factc, realize, opts.verbose)
+    logger.info("%s: realizing %d pattern%s (budget %s)", name, n_patterns,
+                "" if n_patterns == 1 else "s", opts.tune_budget or "all candidates")
+    with Progress(opts.progress, label=name) as bars:
+        run_factc(factc, realize, opts.verbose, on_line=bars.line)
     with open(paths["realized"], encoding="utf-8") as f:
         realized = json.load(f)
     if realized.get("gpu") is None:
-        with open(paths["plan"], encoding="utf-8") as f:
-            n_patterns = len(json.load(f).get("patterns", []))
         raise GpuRequired(n_patterns, _compiled_count(realized),
                           realized.get("cache") or opts.cache or "factc default",
-                          cached=_compiled_count(realized, cached_only=True))
+                          cached=_compiled_count(realized, cached_only=True),
+                          out_dir=opts.out_dir, plan=plan)
+    logger.info("%s: composing the artifact", name)
     run_factc(factc, ["compose", paths["plan"], paths["realized"], "--graph", paths["graph"],
                       "-o", paths["artifact"]], opts.verbose)
+    keep_sources(paths["artifact"], paths["plan"], paths["realized"], realized, policy,
+                 opts.tune_budget)
     if opts.save_params:
         save_params({**ep.state_dict, **ep.constants}, paths["artifact"])
     return paths["artifact"], realized, time.perf_counter() - t0
+
+
+def _on_device(model: torch.nn.Module, inputs: list[Any], device: str | None
+               ) -> tuple[torch.nn.Module, list[Any], bool]:
+    """(model, inputs, stop): copies moved to ``device`` when it is a CUDA device and a GPU
+    is here; without one, the originals and ``stop`` = True (nothing is moved, no CUDA call
+    is made: the pipeline stops with GpuRequired after compiling). Without a GPU it says so
+    first, whatever ``device`` is."""
+    present = gpu_present()
+    if not present:  # a warning too: the logger may have no handler, and compiling is long
+        warn_once("optimize:no-gpu", f"no GPU here (torch.cuda.is_available() is False): "
+                  f"{NEEDS_GPU}", always_log=True)
+    if device is None:
+        return model, inputs, False
+    dev = torch.device(device)
+    if dev.type == "cuda" and not present:
+        logger.info("not moving the model to %s: exporting, discovering and compiling only",
+                    dev)
+        return model, inputs, True
+    moved = copy.deepcopy(model).to(dev)
+    return moved, [x.to(dev) if isinstance(x, torch.Tensor) else x for x in inputs], False
 
 
 def _round(ms: float) -> float:
@@ -363,11 +406,28 @@ def _kernels(module: FactModule) -> list[str]:
     return names
 
 
+#: What ``fact report ARTIFACT`` re-renders the module section from (the row, the checks
+#: and the timings of the run that wrote it).
+RESULT_FILE = "result.json"
+
+
+def _write_result(artifact: str, row: dict, checks: dict, timings: dict) -> None:
+    doc = {"format": "fact.result", "version": 1, "row": row,
+           "checks": {k: (dataclasses.asdict(v) if isinstance(v, Check) else v)
+                      for k, v in checks.items()},
+           "timings": {k: dataclasses.asdict(t) for k, t in timings.items()}}
+    with open(os.path.join(artifact, RESULT_FILE), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str)
+        f.write("\n")
+
+
 def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
              precision: str | None = None, **opts: Any) -> FactModule:
     """Compile ``model`` for ``example_inputs`` and return the optimized module.
 
-    The model and inputs stay where they are (move them to CUDA first for GPU work).
+    The model and inputs stay where they are, unless ``device`` is given (then copies run
+    there: ``fact.optimize(model, [x], device="cuda")``). What each step does is logged on
+    the ``fact`` logger; compiling and tuning show progress bars on a terminal.
 
     Args:
         model: the module to optimize (not modified).
@@ -383,13 +443,18 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         ``report_times.png`` and ``report_patterns.png``).
 
     Raises:
-        GpuRequired: no GPU; kernels were compiled but nothing was verified.
+        fact.GpuRequired: no GPU; kernels were compiled but nothing was verified (the
+            message says what was done and what needs a GPU, and, when nothing matched,
+            which ops stay ATen and why).
         fact.export.ExportError, fact.factc.FactcError: export or an engine step failed.
     """
     options = OptimizeOptions(**opts)
     policy = resolve_policy(precision)
-    inputs = list(example_inputs)
+    model, inputs, no_gpu = _on_device(model, list(example_inputs), options.device)
     artifact, realized, compile_s = compile_artifact(model, inputs, policy, options)
+    if no_gpu:  # realize found a GPU after all (e.g. factc sees one torch does not)
+        raise GpuRequired(len(realized.get("patterns", [])), _compiled_count(realized),
+                          realized.get("cache") or "factc default", out_dir=options.out_dir)
     module = load(artifact, model)
     # Kernels realize could only compare with a bound of their ATen path are timed against
     # it here, in the module; a slower one is disabled before anything is verified or timed.
@@ -431,6 +496,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     }
     try:
         write_module_report(artifact, row, checks, timings, module.manifest or {})
+        _write_result(artifact, row, checks, timings)
     except OSError as exc:  # the results above stand; only the report file is missing
         warnings.warn(f"fact: could not write the module report in {artifact}: {exc}")
     module.report = {"row": row, "realized": realized, "artifact": artifact,

@@ -223,6 +223,8 @@ class FactModule(torch.nn.Module):
         super().__init__()
         self.graph = graph
         self.manifest = manifest
+        #: The artifact directory it was loaded from (:func:`load`), what :meth:`save` copies.
+        self.artifact_dir: str | None = None
         self.input_names = [i["name"] for i in graph["inputs"]]
         self._param_names = [p["name"] for p in graph["params"]]
         for name, t in params.items():
@@ -404,6 +406,17 @@ class FactModule(torch.nn.Module):
                 disabled[pid] = reason
         return disabled
 
+    def save(self, path: str | os.PathLike) -> str:
+        """Write this module as an artifact at ``path`` (its artifact's files and its tensors
+        as they are now), loadable with ``fact.load(path)`` without re-tuning
+        (:func:`fact.artifact.save_artifact`). Returns the path.
+
+        Raises:
+            ArtifactError: the module was not loaded from an artifact.
+        """
+        from fact.artifact import save_artifact  # (fact.artifact imports this module)
+        return save_artifact(self, path)
+
     def extra_repr(self) -> str:
         n_kernels = len(self.bindings)
         return (f"graph={self.graph.get('name')!r}, nodes={len(self.graph['nodes'])}, "
@@ -440,4 +453,6 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None) 
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")
         library = KernelLibrary(os.path.abspath(lib_path))
     params = _param_values(graph, model, artifact_dir)
-    return FactModule(graph, params, manifest, library)
+    module = FactModule(graph, params, manifest, library)
+    module.artifact_dir = artifact_dir
+    return module

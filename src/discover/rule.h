@@ -30,6 +30,10 @@ struct Rejection {
   std::string reason;
 };
 
+/// Throws the Rejection `reason`: a rule's helpers call it where a constraint fails, and the
+/// rule's match function returns what it caught (rule_match catches it for them).
+[[noreturn]] inline void reject(std::string reason) { throw Rejection{std::move(reason)}; }
+
 /// The node is not one the rule is about (another op).
 struct NotApplicable {};
 

@@ -48,9 +48,14 @@ int default_jobs() {
   return std::max(1, std::min(threads, by_memory));
 }
 
-bool has_wgmma_serialization_warning(const std::string& log) {
-  return log.find("C7510") != std::string::npos;
+std::string wgmma_serialization_warning(const std::string& log) {
+  for (const char* code : {"C7510", "C7519", "C7520"}) {
+    if (log.find(code) != std::string::npos) return code;
+  }
+  return {};
 }
+
+bool has_wgmma_serialization_warning(const std::string& log) { return !wgmma_serialization_warning(log).empty(); }
 
 namespace {
 
@@ -105,9 +110,10 @@ void build_one(const BuildRequest& req, const Toolchain& tc, BuildResult& r) {
   if (rc != 0) {
     r.ok = false;
     r.reason = "nvcc failed (exit " + std::to_string(rc) + "), see " + r.log.string();
-  } else if (has_wgmma_serialization_warning(log)) {
+  } else if (const std::string code = wgmma_serialization_warning(log); !code.empty()) {
     r.ok = false;
-    r.reason = "ptxas warning C7510: wgmma serialized across a function boundary";
+    r.reason = "ptxas warning " + code + ": wgmma serialized " +
+               (code == "C7510" ? "across a function boundary" : "by warpgroup synchronization ptxas inserted");
   } else {
     const fs::path link_log = dir / "link.log";
     rc = run_process(tc.link_command({r.object}, r.library), link_log);

@@ -44,8 +44,13 @@ std::filesystem::path default_cache_dir();
 /// (one CUTLASS 3.x kernel took 3.4-3.7 GB of memory to compile with nvcc 13.0).
 int default_jobs();
 
-/// True when nvcc/ptxas output contains warning C7510 (wgmma pipeline serialized across a
-/// function boundary), which makes a Hopper GEMM much slower: such a build is rejected.
+/// The first of ptxas's wgmma serialization warnings in nvcc/ptxas output, or "": C7510 (the
+/// wgmma pipeline crosses a function boundary; a Hopper GEMM ran much slower), C7519 and
+/// C7520 (warpgroup arrives/waits ptxas inserted; an attention_sm90 variant ran 45 % slower,
+/// docs/perf-notes.md v10e). Such a build is rejected with the code in its reason.
+std::string wgmma_serialization_warning(const std::string& log);
+
+/// True when wgmma_serialization_warning finds one.
 bool has_wgmma_serialization_warning(const std::string& log);
 
 /// Builds every request (compile to .o, link to a loadable .so) with up to `jobs` nvcc

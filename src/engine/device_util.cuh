@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "families/gemm/problem.h"
+#include "base/dtype.h"
 
 namespace fact::realize::device {
 
@@ -82,9 +82,10 @@ struct CompareAccumulator {
 template <class F>
 inline void dispatch(DType dt, F&& f) {
   switch (dt) {
-    case DType::F32: f(float{}); break;
-    case DType::F16: f(__half{}); break;
-    case DType::BF16: f(__nv_bfloat16{}); break;
+    case DType::f32: f(float{}); break;
+    case DType::f16: f(__half{}); break;
+    case DType::bf16: f(__nv_bfloat16{}); break;
+    default: break;  // no kernel computes in another dtype
   }
 }
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "families/gemm/problem.h"
+#include "base/dtype.h"
 
 namespace fact::realize {
 

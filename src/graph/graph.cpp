@@ -6,6 +6,11 @@
 
 namespace fact::graph {
 
+const Arg* Node::arg_or_kwarg(size_t i, std::string_view key) const {
+  if (i < args.size()) return &args[i];
+  return kwarg(key);
+}
+
 const Arg* Node::kwarg(std::string_view key) const {
   for (const auto& [k, v] : kwargs)
     if (k == key) return &v;

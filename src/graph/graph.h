@@ -96,6 +96,9 @@ struct Node {
 
   /// The kwarg called `key`, or nullptr.
   const Arg* kwarg(std::string_view key) const;
+  /// Positional argument `i` when given, else the kwarg `key`; nullptr when neither is
+  /// (ATen ops take most arguments either way: softmax(x, dim) or softmax(x, dim=...)).
+  const Arg* arg_or_kwarg(size_t i, std::string_view key) const;
   bool operator==(const Node&) const = default;
 };
 

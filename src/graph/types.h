@@ -8,10 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/dtype.h"
+
 namespace fact::graph {
 
-/// Element types a FACT graph carries (torch dtypes).
-enum class DType : uint8_t { f64, f32, f16, bf16, i64, i32, i16, i8, u8, b8 };
+/// Element types a FACT graph carries (torch dtypes; base/dtype.h).
+using fact::DType;
 
 /// torch's name: "float32", "bfloat16", "int64", "bool", ...
 std::string_view torch_name(DType dtype);

@@ -134,7 +134,11 @@ TEST_F(CacheTest, C7510WarningQuarantines) {
   EXPECT_NE(r[0].reason.find("C7510"), std::string::npos);
 }
 
-TEST(WgmmaWarning, DetectsC7510Only) {
+TEST(WgmmaWarning, DetectsC7510C7519AndC7520) {
   EXPECT_TRUE(has_wgmma_serialization_warning("ptxas warning : (C7510) Potential Performance Loss"));
   EXPECT_FALSE(has_wgmma_serialization_warning("ptxas info : Used 168 registers"));
+  EXPECT_FALSE(has_wgmma_serialization_warning("ptxas info : (C7515) Potential Performance Loss"));
+  EXPECT_EQ(wgmma_serialization_warning("ptxas info : (C7519) Potential Performance Loss: wgmma.mma_async"), "C7519");
+  EXPECT_EQ(wgmma_serialization_warning("ptxas info : (C7520) Potential Performance Loss: wgmma.mma_async"), "C7520");
+  EXPECT_EQ(wgmma_serialization_warning("ptxas info : Used 240 registers"), "");
 }

@@ -141,6 +141,18 @@ def test_attention_examples_full_shape(factc: str, examples_dir: str, tmp_path,
     assert p["priority"] == 0  # the largest gain of the plan
 
 
+def test_gqa_bf16_example_small(factc: str, examples_dir: str, tmp_path) -> None:
+    # The bf16 layer (the sm90 attention kernel's row of the suite): the same pattern in bfloat16.
+    mod = _import_example(os.path.join(examples_dir, "attention", "gqa_attention_bf16.py"))
+    assert all(x.dtype == torch.bfloat16 for x in mod.get_inputs())
+    plan = _plan(factc, mod.Model(512, 4, 2), [torch.randn(2, 16, 512, dtype=torch.bfloat16)], tmp_path)
+    p = _attention(plan)
+    assert p["problem"] == {**_problem(2, 4, 2, 16, 128, [8192, 128, 512], [4096, 128, 256], "sdpa"),
+                            "dtype": "bfloat16"}
+    assert p["nodes"] == ["repeat_interleave", "repeat_interleave_1",
+                          "scaled_dot_product_attention", "transpose_3", "view_3"]
+
+
 def test_mingpt_on_meta_is_not_assumed_causal(factc: str, examples_dir: str, tmp_path) -> None:
     # Without the buffer's data nothing proves the mask: rejected with the reason, no pattern.
     mod = _import_example(os.path.join(examples_dir, "attention", "L3-43_mingpt_attention.py"))

@@ -59,13 +59,25 @@ def test_problem_without_model_exits_2_with_message(tmp_path, capsys, fake_factc
     assert "missing Model" in err and str(path) in err
 
 
-def test_no_gpu_stops_after_compiling_and_exits_0(tmp_path, capsys, fake_factc,
+def test_no_gpu_stops_after_compiling_and_exits_3(tmp_path, capsys, fake_factc,
                                                  problem_file) -> None:
     out = tmp_path / "work"
-    assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert text.strip() == ("verification and tuning need a GPU: discovered 2 patterns, "
-                            f"compiled 2 kernels (cache: /tmp/fake-cache); stopping\nfiles: {out}")
+    assert main(["optimize", problem_file, "--precision", "tf32", "--out", str(out)]) == 3
+    captured = capsys.readouterr()
+    assert captured.out.strip() == (
+        "verification and tuning need a GPU: discovered 2 patterns, compiled 2 kernels "
+        "(cache: /tmp/fake-cache); stopping\n"
+        "no GPU here: verifying the kernels against float64, tuning them against the vendor "
+        "library and running the optimized module need a CUDA GPU (sm_90a: H100/H200)\n"
+        f"files: {out} (graph.json, plan.json, realized.json)")
+    # What it did, step by step, on stderr (the fact logger), and no traceback.
+    assert captured.err.splitlines() == [
+        "fact: no GPU here (torch.cuda.is_available() is False): verifying the kernels against "
+        "float64, tuning them against the vendor library and running the optimized module "
+        "need a CUDA GPU (sm_90a: H100/H200)",
+        "fact: small_linear: exporting the graph",
+        "fact: small_linear: discovering patterns (4 nodes)",
+        "fact: small_linear: realizing 2 patterns (budget all candidates)"]
     graph = json.loads((out / "graph.json").read_text())
     assert [n["op"] for n in graph["nodes"]] == [
         "aten.linear.default", "aten.relu.default", "aten.t.default", "aten.matmul.default"]
@@ -180,3 +192,25 @@ def test_a_new_out_directory_under_an_existing_one_is_accepted(tmp_path) -> None
     from fact.cli import directory_arg
     assert directory_arg("--out")(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")
     assert not (tmp_path / "a").exists()
+
+
+def test_a_module_that_fails_verification_exits_1(tmp_path, capsys, fake_factc, problem_file,
+                                                   monkeypatch) -> None:
+    import dataclasses
+    import sys as _sys
+    optimize_module = _sys.modules["fact.optimize"]
+    real_verify = optimize_module.verify
+
+    def failing(*args, **kwargs):  # what verify says of a kernel that computes garbage
+        checks = real_verify(*args, **kwargs)
+        checks["fact"] = dataclasses.replace(checks["fact"], ok=False,
+                                             reason="max rel err 3.1e-01 > 1.0e-05")
+        return checks
+
+    monkeypatch.setattr(optimize_module, "verify", failing)
+    monkeypatch.setenv("FAKE_FACTC_GPU", "Fake GPU")
+    rc = main(["optimize", problem_file, "--precision", "fp32", "--out", str(tmp_path / "w")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "verification FAILED: max rel err 3.1e-01 > 1.0e-05" in out
+    assert "(not verified)" in out

@@ -228,13 +228,13 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
     assert [(os.path.basename(e), pol) for e, pol in suite.SUITES["attention"]] == [
         ("L3-43_mingpt_attention", "tf32"), ("L3-43_mingpt_attention", "bf16"),
         ("L3-43_mingpt_attention", "fp32"), ("sdpa_attention", "tf32"),
-        ("gqa_attention", "tf32")]
+        ("gqa_attention", "tf32"), ("gqa_attention_bf16", "bf16")]
     assert all(e.startswith("attention/") for e, _ in suite.SUITES["attention"])
     for example, _ in suite.SUITES["attention"]:
         assert os.path.isfile(os.path.join(repo_root, "examples", f"{example}.py")), example
     # bench/gpu_rows.sh runs each NAME:POLICY of --list on its own.
     assert suite.main(["attention", "--list", "--precision", "bf16"]) == 0
-    assert capsys.readouterr().out == "L3-43_mingpt_attention:bf16\n"
+    assert capsys.readouterr().out == "L3-43_mingpt_attention:bf16\ngqa_attention_bf16:bf16\n"
     seen = []
     monkeypatch.setattr(suite, "_run_one",
                         lambda ex, pol, args, path: seen.append((ex, pol, args.inductor))

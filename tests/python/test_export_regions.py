@@ -83,3 +83,17 @@ def test_another_higher_order_op_is_named() -> None:
 
     with pytest.raises(ExportError, match=r"higher-order op cond .* is not supported"):
         export(Branch(), [torch.randn(4)])
+
+
+def test_names_stay_as_the_signature_gives_them() -> None:
+    class Named(nn.Module):
+        def forward(self, input):  # torch.fx would rename a node called "input"
+            with torch.no_grad():
+                sin = input.sin()
+            return sin + input.sin()
+
+    g = export(Named(), [torch.randn(3)])
+    assert [i["name"] for i in g["inputs"]] == ["input"]
+    names = [n["name"] for n in g["nodes"]]
+    assert len(names) == len(set(names)) == 3
+    assert g["nodes"][2]["args"] == [{"ref": names[0]}, {"ref": names[1]}]

@@ -5,7 +5,6 @@
 #include "families/attention/verify_kernels.h"
 #include "engine/cuda_check.h"
 #include "engine/device_buffer.h"
-#include "families/gemm/candidates.h"
 #include "engine/library_candidate.h"
 
 namespace fact::realize {
@@ -45,7 +44,7 @@ std::string return_code_text(int rc) {
 }
 
 cublasComputeType_t vendor_compute(const AttentionProblem& p, Precision policy) {
-  return p.dtype == DType::F32 && policy != Precision::fp32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  return p.dtype == DType::f32 && policy != Precision::fp32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
 class VendorBound final : public AttentionCandidate {

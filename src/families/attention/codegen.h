@@ -1,5 +1,6 @@
 // Renders a fused-attention kernel's translation unit from its template
-// (src/families/attention/templates/attention_sm80.cu.in, embedded in factc).
+// (src/families/attention/templates/attention_sm80.cu.in or attention_sm90.cu.in, both
+// embedded in factc).
 #pragma once
 #include <string>
 
@@ -18,5 +19,20 @@ std::string render_attention(const std::string& template_text, const AttentionFa
 
 /// render_attention of the embedded attention_sm80 template.
 std::string render_attention_sm80(const AttentionFamily& family, const AttentionConfig& config);
+
+/// The .cu source of an sm90 configuration (`config.sm90` set): `template_text` (the
+/// attention_sm90 template) with {{NAME}}, {{ABI}}, {{ELEMENT}} (__nv_bfloat16 | __half),
+/// {{HEAD_DIM}}, {{MASK}} (0-4), {{BLOCK_M}}, {{BLOCK_N}}, {{MIN_BLOCKS}} and the schedule's
+/// {{STAGES}}, {{CONSUMER_WG}}, {{OVERLAP}}, {{PINGPONG}}, {{PERSISTENT}}, {{EPILOGUE}},
+/// {{L2HINT}}, {{LAZY_RESCALE}}, {{CHAIN}}, {{CLUSTER}}, {{PRODUCER_REGS}} (flags 0 | 1) filled
+/// in. It builds with the toolchain's flags like every kernel (-std=c++17 -O3 for sm_90a,
+/// CUTLASS's include directory for CuTe's wgmma structs). Throws fact::Error for an sm80
+/// configuration or a placeholder left unfilled.
+std::string render_attention_sm90(const std::string& template_text, const AttentionFamily& family,
+                                  const AttentionConfig& config);
+
+/// The source of any configuration, from the embedded template of its member (sm90 when
+/// `config.sm90` is set, else sm80).
+std::string render_attention_kernel(const AttentionFamily& family, const AttentionConfig& config);
 
 }  // namespace fact::realize

@@ -13,7 +13,6 @@ using graph::TensorType;
 
 namespace {
 
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
 
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }
 
@@ -33,7 +32,7 @@ std::optional<Repeat> repeated(const GraphIndex& g, const std::string& v, const 
   if (!n || t.rank() != 4 || n->args.empty() || !n->args[0].ref()) return std::nullopt;
   const std::string& in = *n->args[0].ref();
   if (n->op == "aten.repeat_interleave.self_int") {
-    const Arg *reps = arg_or_kwarg(*n, 1, "repeats"), *dim = arg_or_kwarg(*n, 2, "dim");
+    const Arg *reps = n->arg_or_kwarg(1, "repeats"), *dim = n->arg_or_kwarg(2, "dim");
     const int64_t* r = reps ? reps->get_if<int64_t>() : nullptr;
     const int64_t* d = dim ? dim->get_if<int64_t>() : nullptr;
     const TensorType& b = g.type(in);

@@ -29,7 +29,7 @@ std::string buffer_source(const graph::GraphIndex& g, const std::string& v, int 
 }
 
 int64_t int_arg(const Node& n, size_t i, std::string_view key, int64_t absent) {
-  const graph::Arg* a = arg_or_kwarg(n, i, key);
+  const graph::Arg* a = n.arg_or_kwarg(i, key);
   if (!a || a->is<graph::None>()) return absent;
   if (auto* v = a->get_if<int64_t>()) return *v;
   return std::numeric_limits<int64_t>::min();  // not an integer: no caller accepts it

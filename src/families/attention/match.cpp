@@ -27,18 +27,12 @@ const Node* only_user(const GraphIndex& g, const std::string& value) {
   return users.size() == 1 ? users[0] : nullptr;
 }
 
-const Arg* arg_or_kwarg(const Node& n, size_t i, std::string_view key) {
-  if (i < n.args.size()) return &n.args[i];
-  return n.kwarg(key);
-}
-
 std::string dims(const std::vector<int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
 
 int64_t normalized_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
 namespace {
 
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
 
 const std::string& out(const Node& n) { return n.outputs.at(0).name; }
 
@@ -388,20 +382,20 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   const char* names[] = {"query", "key", "value"};
   std::string* refs[] = {&p.q, &p.k, &p.v};
   for (size_t i = 0; i < 3; ++i) {
-    const Arg* a = arg_or_kwarg(n, i, names[i]);
+    const Arg* a = n.arg_or_kwarg(i, names[i]);
     if (!a || !a->ref()) reject(fmt::format("%{}: {} is not a tensor", n.name, names[i]));
     *refs[i] = *a->ref();
   }
   const TensorType& q = g.type(p.q);
-  if (const Arg* d = arg_or_kwarg(n, 4, "dropout_p"); d && !d->is<graph::None>()) {
+  if (const Arg* d = n.arg_or_kwarg(4, "dropout_p"); d && !d->is<graph::None>()) {
     const std::optional<double> prob = d->number();
     if (!prob || *prob != 0.0)
       reject(fmt::format("%{} has dropout_p={}: SDPA's dropout is active whatever the module's mode; the "
                          "attention rule matches attention without dropout", n.name, graph::format_arg(*d)));
   }
-  const Arg* causal = arg_or_kwarg(n, 5, "is_causal");
+  const Arg* causal = n.arg_or_kwarg(5, "is_causal");
   const bool is_causal = causal && causal->get_if<bool>() && *causal->get_if<bool>();
-  const Arg* scale = arg_or_kwarg(n, 6, "scale");
+  const Arg* scale = n.arg_or_kwarg(6, "scale");
   if (scale && !scale->is<graph::None>()) {
     const std::optional<double> c = scale->number();
     if (!c || !std::isfinite(*c)) reject(fmt::format("%{} has scale={}: not a finite number", n.name, graph::format_arg(*scale)));
@@ -409,7 +403,7 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   } else {
     p.scale = q.rank() ? 1.0 / std::sqrt(static_cast<double>(q.shape.back())) : 1.0;  // PyTorch's default
   }
-  if (const Arg* mask = arg_or_kwarg(n, 3, "attn_mask"); mask && !mask->is<graph::None>()) {
+  if (const Arg* mask = n.arg_or_kwarg(3, "attn_mask"); mask && !mask->is<graph::None>()) {
     if (!mask->ref()) reject(fmt::format("%{}: attn_mask is not a tensor", n.name));
     if (is_causal) reject(fmt::format("%{} has both attn_mask and is_causal=True", n.name));
     const graph::DType md = g.type(*mask->ref()).dtype;
@@ -431,7 +425,7 @@ std::optional<Parts> match_sdpa(const GraphIndex& g, const Node& n) {
   } else if (is_causal) {
     p.mask = MaskKind::causal;
   }
-  const Arg* gqa = arg_or_kwarg(n, 7, "enable_gqa");
+  const Arg* gqa = n.arg_or_kwarg(7, "enable_gqa");
   p.grouped_allowed = gqa && gqa->get_if<bool>() && *gqa->get_if<bool>();
   swallow_repeats(g, p, &n, &n);
   return p;

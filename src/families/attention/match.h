@@ -7,7 +7,7 @@
 //
 // Two entry points find the same Parts in two spellings: match_written (anchored at the
 // softmax of a hand-written attention) and match_sdpa (aten.scaled_dot_product_attention).
-// Both return nullopt when the node is not one the rule is about and throw Reject when it
+// Both return nullopt when the node is not one the rule is about and throw a Rejection (reject) when it
 // is but a constraint fails (the reason names the values).
 #pragma once
 
@@ -18,15 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "discover/rule.h"
 #include "families/attention/mask_kind.h"
 #include "graph/graph.h"
 
 namespace fact::discover::attention {
 
-/// A failed constraint; the rule returns it as a Rejection.
-struct Reject {
-  std::string reason;
-};
+/// A failed constraint is thrown as a Rejection (discover::reject, rule.h).
+using fact::discover::reject;
 
 /// The mask kinds and the plan's problem.mask spelling (mask_name), one definition with
 /// realization's (families/attention/mask_kind.h).
@@ -52,11 +51,11 @@ struct Parts {
 ///   then any of: * c, / c (c > 0), masked_fill(mask, -inf), + mask   (in an order that
 ///   keeps scale * scores + mask), softmax(dim=-1), [dropout(p=0 or train=False)], @ [repeat](v).
 /// nullopt: the softmax is not between two products (not attention at all).
-/// Throws Reject: it is, but a part is not what the kernel computes.
+/// Throws a Rejection: it is, but a part is not what the kernel computes.
 std::optional<Parts> match_written(const graph::GraphIndex& g, const graph::Node& softmax);
 
 /// aten.scaled_dot_product_attention.default(q, k, v, attn_mask, dropout_p, is_causal,
-/// scale=, enable_gqa=): nullopt for any other op; throws Reject on dropout_p > 0, a mask of
+/// scale=, enable_gqa=): nullopt for any other op; throws a Rejection on dropout_p > 0, a mask of
 /// another dtype, both a mask and is_causal, a non-finite scale.
 std::optional<Parts> match_sdpa(const graph::GraphIndex& g, const graph::Node& sdpa);
 
@@ -78,7 +77,7 @@ struct OutputLayout {
 /// Follows `core` ([B,H,T,D] or [N,T,D], `rank` 4 or 3) through single-use transpose /
 /// permute / contiguous / clone / view / reshape nodes and stops at the last contiguous value
 /// (so `y.transpose(1, 2).contiguous().view(B, T, C)` is written directly as [B,T,H*D]).
-/// Throws Reject when no contiguous value with a unit-stride head dim is reached.
+/// Throws a Rejection when no contiguous value with a unit-stride head dim is reached.
 OutputLayout absorb_output(const graph::GraphIndex& g, const std::string& core, int64_t rank);
 
 /// What a mask value provably holds over its last two dims [R, C] (its leading dims do not
@@ -102,8 +101,6 @@ MaskProof prove_mask(const graph::GraphIndex& g, const std::string& mask);
 bool is_graph_output(const graph::GraphIndex& g, std::string_view value);
 /// The one node reading `value` when exactly one does and it is not a graph output; else nullptr.
 const graph::Node* only_user(const graph::GraphIndex& g, const std::string& value);
-/// Positional argument `i`, else the kwarg `key`; nullptr when neither is given.
-const graph::Arg* arg_or_kwarg(const graph::Node& n, size_t i, std::string_view key);
 /// "[2, 4, 8, 8]".
 std::string dims(const std::vector<int64_t>& v);
 /// A dim index with negatives counted from the end (-1 of rank 4 is 3); not range-checked.

@@ -114,9 +114,9 @@ AttentionProblem attention_problem_from_json(const json& j) {
     bad("kv_heads", "= " + std::to_string(p.kv_heads) + " does not divide heads = " + std::to_string(p.heads));
   }
   const std::string dtype = string_field(j, "dtype");
-  if (dtype == "float32") p.dtype = DType::F32;
-  else if (dtype == "bfloat16") p.dtype = DType::BF16;
-  else if (dtype == "float16") p.dtype = DType::F16;
+  if (dtype == "float32") p.dtype = DType::f32;
+  else if (dtype == "bfloat16") p.dtype = DType::bf16;
+  else if (dtype == "float16") p.dtype = DType::f16;
   else bad("dtype", "must be float32, bfloat16 or float16, got '" + dtype + "'");
   const json& scale = required(j, "scale", "scale");
   if (!scale.is_number() || !std::isfinite(scale.get<double>())) bad("scale", "must be a finite number, got " + scale.dump());

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "families/attention/mask_kind.h"
-#include "families/gemm/problem.h"
+#include "engine/kernel_dtype.h"
 
 namespace fact::realize {
 
@@ -30,7 +30,7 @@ struct AttentionStrides {
 
 struct AttentionProblem {
   int64_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_k = 1, head_dim = 64;
-  DType dtype = DType::F32;   // Q, K, V, O (and an additive mask)
+  DType dtype = DType::f32;   // Q, K, V, O (and an additive mask)
   double scale = 1.0;         // multiplies q.k before the mask and the softmax
   MaskKind mask = MaskKind::none;
   AttentionStrides q, k, v, o, mask_strides;  // mask_strides only for a mask tensor

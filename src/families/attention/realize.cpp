@@ -20,6 +20,7 @@ AttentionGpuLimits attention_limits(const std::optional<GpuInfo>& gpu) {
     l.smem_reserved_per_block = gpu->smem_reserved_per_block;
   }
   if (gpu->registers_per_sm > 0) l.registers_per_sm = gpu->registers_per_sm;
+  l.sm90 = gpu->cc_major == 9 && gpu->cc_minor == 0;  // sm_90a code runs on cc 9.0 only
   return l;
 }
 
@@ -32,7 +33,7 @@ AttentionWork plan_attention_pattern(const json& problem, Precision policy, cons
   if (!w.family) return w;
   for (const auto& c : attention_tuning_space(*w.family, w.problem, limits, tune_budget)) {
     const std::string name = attention_kernel_name(*w.family, c);
-    if (!requests.count(name)) requests[name] = {name, render_attention_sm80(*w.family, c), name};
+    if (!requests.count(name)) requests[name] = {name, render_attention_kernel(*w.family, c), name};
     kernels.push_back(name);
   }
   if (kernels.empty()) unsupported = "no configuration of the attention kernels fits this GPU's shared memory";

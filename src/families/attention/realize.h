@@ -24,7 +24,9 @@ struct AttentionWork {
 };
 
 /// The space's GPU facts: `gpu`'s SM count, shared memory and registers where probed, else
-/// the H200's (AttentionGpuLimits' defaults).
+/// the H200's (AttentionGpuLimits' defaults); the sm90 member only on a GPU of compute
+/// capability 9.0 (the kernels are built for sm_90a), and without a GPU (an H200 assumed,
+/// as for the GEMMs, which are all sm90a).
 AttentionGpuLimits attention_limits(const std::optional<GpuInfo>& gpu);
 
 /// Reads the problem, picks the family under `policy` and its tuning space (at most

@@ -29,11 +29,9 @@ namespace {
 
 using attention::MaskKind;
 using attention::Parts;
-using attention::Reject;
 using graph::DType;
 using graph::TensorType;
 
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
 
 bool attention_dtype(DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16; }
 
@@ -187,8 +185,8 @@ MatchResult match_attention(const MatchContext& ctx, const graph::Node& node) {
     if (!parts) parts = attention::match_written(ctx.graph, node);
     if (!parts) return NotApplicable{};
     return make_match(ctx, std::move(*parts));
-  } catch (const Reject& r) {
-    return Rejection{r.reason};
+  } catch (const Rejection& r) {
+    return r;
   }
 }
 

@@ -1,5 +1,7 @@
 #include "families/attention/space.h"
 
+#include "families/attention/space_sm90.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -10,10 +12,10 @@ namespace fact::realize {
 std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why) {
   why.clear();
   AttentionFamily f{"", p.dtype, int(p.head_dim), p.mask};
-  if (p.dtype == DType::F32) {
+  if (p.dtype == DType::f32) {
     f.math = policy == Precision::fp32 ? "3xtf32" : policy == Precision::tf32 ? "tf32" : "bf16";
   } else {
-    f.math = p.dtype == DType::BF16 ? "bf16" : "f16";
+    f.math = p.dtype == DType::bf16 ? "bf16" : "f16";
   }
   if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128) {
     why = fmt::format("head dim {} is not built (the attention kernels have head dims 64, 96 and 128): the ATen path runs",
@@ -36,6 +38,7 @@ std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Preci
 }
 
 std::size_t attention_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
+  if (c.sm90) return attention_sm90_smem_bytes(f, c);
   const bool tf32 = f.math == "tf32" || f.math == "3xtf32";  // fp32 in shared memory
   const std::size_t elem = tf32 ? 4 : 2;
   const std::size_t pitch_k = std::size_t(f.head_dim) + (tf32 ? 8 : 16);
@@ -49,6 +52,7 @@ int attention_blocks_by_smem(const AttentionFamily& f, const AttentionConfig& c,
 }
 
 bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
+  if (c.sm90) return attention_sm90_config_fits(f, c, gpu);
   const std::size_t smem = attention_smem_bytes(f, c);
   return smem <= gpu.smem_per_block && std::size_t(c.min_blocks) * (smem + gpu.smem_reserved_per_block) <= gpu.smem_per_sm;
 }
@@ -61,6 +65,7 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 
 double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
                                   const AttentionGpuLimits& gpu) {
+  if (c.sm90) return attention_sm90_estimate_seconds(f, c, p, gpu);
   const int threads = c.block_m / 16 * 32;
   // Registers: __launch_bounds__(threads, MIN_BLOCKS) caps them; beyond the cap they spill.
   const int reg_cap = std::min(255, gpu.registers_per_sm / (threads * c.min_blocks)) / 8 * 8;
@@ -103,41 +108,70 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
   return std::max({compute, kv_reads / 9.0e12, unique / 3.5e12});
 }
 
+namespace {
+
+struct Ranked {
+  AttentionConfig c;
+  double s;
+  double tie;  // sm90: compute seconds (ties at the memory terms go to less compute); sm80: 0
+  std::string name;
+};
+
+// Best first; ties by `tie`, then by name.
+std::vector<Ranked> ranked(const std::vector<AttentionConfig>& configs, const AttentionFamily& f,
+                           const AttentionProblem& p, const AttentionGpuLimits& gpu) {
+  std::vector<Ranked> out;
+  for (const auto& c : configs) {
+    out.push_back({c, attention_estimate_seconds(f, c, p, gpu), c.sm90 ? attention_sm90_compute_seconds(f, c, p, gpu) : 0.0,
+                   attention_kernel_name(f, c)});
+  }
+  std::sort(out.begin(), out.end(), [](const Ranked& a, const Ranked& b) {
+    return a.s != b.s ? a.s < b.s : a.tie != b.tie ? a.tie < b.tie : a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace
+
 std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, const AttentionProblem& p,
                                                     const AttentionGpuLimits& gpu, int budget) {
-  struct Ranked {
-    AttentionConfig c;
-    double s;
-    std::string name;
-  };
-  std::vector<Ranked> ranked;
+  std::vector<AttentionConfig> sm80;
   for (int bm : {64, 128}) {
     for (int bn : {32, 64}) {
       for (int mb : {1, 2, 3}) {
         const AttentionConfig c{bm, bn, mb};
-        if (!attention_config_fits(f, c, gpu)) continue;
-        ranked.push_back({c, attention_estimate_seconds(f, c, p, gpu), attention_kernel_name(f, c)});
+        if (attention_config_fits(f, c, gpu)) sm80.push_back(c);
       }
     }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.s != b.s ? a.s < b.s : a.name < b.name;
-  });
+  std::string why;
+  const std::vector<Ranked> a = ranked(sm80, f, p, gpu);
+  const std::vector<Ranked> b =
+      gpu.sm90 && attention_sm90_applies(f, p, why) ? ranked(attention_sm90_space(f, gpu), f, p, gpu) : std::vector<Ranked>{};
+  // Each member's best first, then the rest of both by estimate (a stable merge: each
+  // member keeps its own order).
   std::vector<AttentionConfig> out;
-  for (const auto& r : ranked) out.push_back(r.c);
+  std::size_t i = 0, j = 0;
+  if (!b.empty()) out.push_back(b[j++].c);
+  if (!a.empty()) out.push_back(a[i++].c);
+  while (i < a.size() || j < b.size()) {
+    const bool take_b = j < b.size() && (i == a.size() || b[j].s < a[i].s || (b[j].s == a[i].s && b[j].name < a[i].name));
+    out.push_back(take_b ? b[j++].c : a[i++].c);
+  }
   if (budget > 0 && int(out.size()) > budget) out.resize(std::size_t(budget));
   return out;
 }
 
-namespace {
-const char* io_token(DType d) { return d == DType::F32 ? "f32" : d == DType::BF16 ? "bf16" : "f16"; }
-const char* mask_token(MaskKind m) { return m == MaskKind::none ? "nomask" : m == MaskKind::causal ? "causal"
-                                          : m == MaskKind::additive ? "additive" : m == MaskKind::keep ? "keep" : "drop"; }
-}  // namespace
+const char* attention_io_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : "f16"; }
+const char* attention_mask_token(MaskKind m) {
+  return m == MaskKind::none ? "nomask" : m == MaskKind::causal ? "causal" : m == MaskKind::additive ? "additive"
+                                        : m == MaskKind::keep ? "keep" : "drop";
+}
 
 std::string attention_kernel_name(const AttentionFamily& f, const AttentionConfig& c) {
-  return fmt::format("fact_attn_sm80_{}_{}_d{}_{}_{}x{}_mb{}", f.math, io_token(f.element), f.head_dim,
-                     mask_token(f.mask), c.block_m, c.block_n, c.min_blocks);
+  if (c.sm90) return attention_sm90_kernel_name(f, c);
+  return fmt::format("fact_attn_sm80_{}_{}_d{}_{}_{}x{}_mb{}", f.math, attention_io_token(f.element), f.head_dim,
+                     attention_mask_token(f.mask), c.block_m, c.block_n, c.min_blocks);
 }
 
 bool is_attention_kernel_name(const std::string& name) { return name.rfind("fact_attn_", 0) == 0; }

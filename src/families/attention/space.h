@@ -1,15 +1,19 @@
-// The fused-attention kernel family (src/families/attention/templates/attention_sm80.cu.in): which
-// kernel a problem and a precision policy call for, its tuning space, a cost model that
-// ranks it, and the procedural kernel names.
+// The fused-attention kernel family: which kernel a problem and a precision policy call for,
+// its tuning space, a cost model that ranks it, and the procedural kernel names. Two
+// members: templates/attention_sm80.cu.in (mma.sync, FlashAttention-2's schedule; every
+// dtype and policy) and templates/attention_sm90.cu.in (WGMMA + TMA, warp-specialized,
+// sm_90a only; bf16/fp16 inputs only, space_sm90.h).
 //
 // A kernel is fixed by (tensor-core math, element type, head dim, mask kind) from the
 // problem and the policy, and a configuration (BLOCK_M query rows per CTA, BLOCK_N keys per
-// inner step, MIN_BLOCKS for __launch_bounds__) from the space below. Its name spells all
-// of these and is the cache key part, report row and allow/deny list entry:
+// inner step, MIN_BLOCKS for __launch_bounds__, and for the sm90 member its schedule
+// options) from the space below. Its name spells all of these and is the cache key part,
+// report row and allow/deny list entry:
 //   fact_attn_sm80_<math>_<io>_d<D>_<mask>_<BLOCK_M>x<BLOCK_N>_mb<MIN_BLOCKS>
 // math: tf32 | 3xtf32 | bf16 | f16; io (Q/K/V/O elements): f32 | bf16 | f16; mask: nomask | causal |
-// additive | keep | drop. E.g. fact_attn_sm80_tf32_f32_d96_causal_64x64_mb2. The name is
-// also the C symbol prefix of the kernel's ABI functions (it is a C identifier).
+// additive | keep | drop. E.g. fact_attn_sm80_tf32_f32_d96_causal_64x64_mb2. The sm90 names
+// (attention_sm90_kernel_name) begin fact_attn_sm90_. The name is also the C symbol prefix
+// of the kernel's ABI functions (it is a C identifier).
 #pragma once
 #include <optional>
 #include <string>
@@ -30,11 +34,29 @@ struct AttentionFamily {
   bool operator==(const AttentionFamily&) const = default;
 };
 
-/// One point of the tuning space.
+/// The schedule of an attention_sm90 kernel: its placeholders besides the element, head dim,
+/// mask, BLOCK_M, BLOCK_N and MIN_BLOCKS (the template's header comment says what each does).
+struct AttentionSm90Options {
+  int stages = 2;            // 1-4 K/V pipeline stages
+  int consumer_wg = 2;       // 1 | 2 consumer warpgroups; BLOCK_M = 64 x consumer_wg
+  bool overlap = true;       // the next block's Q K^T issued before this block's softmax
+  bool pingpong = true;      // the two consumer warpgroups take turns (2 WG and overlap)
+  bool persistent = true;    // a grid of SMs x MIN_BLOCKS CTAs looping over the tiles
+  int epilogue = 1;          // 0 registers -> global; 1 own shared tile + TMA store; 2 through Q's tile
+  bool l2hint = false;       // TMA loads: K/V evict-last, Q evict-first
+  bool lazy_rescale = true;  // O rescaled only when a row's max grows by more than 2^8
+  bool chain = false;        // the next tile's first Q K^T with this tile's last P V (overlap, persistent, epilogue != 2)
+  int cluster = 1;           // 1 | 2: pairs of CTAs multicast K/V (no mask, no chain; not in the space)
+  int producer_regs = 24;    // registers the producer warpgroup keeps (40 for clusters)
+  bool operator==(const AttentionSm90Options&) const = default;
+};
+
+/// One point of the tuning space: an sm80 configuration, or an sm90 one when `sm90` is set.
 struct AttentionConfig {
-  int block_m;     // 64 | 128: query rows per CTA (16 per warp)
-  int block_n;     // 32 | 64: keys per inner step
-  int min_blocks;  // 1 | 2 | 3: __launch_bounds__ minimum CTAs per SM
+  int block_m;     // sm80: 64 | 128 query rows per CTA (16 per warp); sm90: 64 x consumer_wg
+  int block_n;     // sm80: 32 | 64 keys per inner step; sm90: 64 | 96 | 128 | 160 | 192
+  int min_blocks;  // sm80: 1 | 2 | 3 (__launch_bounds__); sm90: 1 | 2 (2 only with 1 WG)
+  std::optional<AttentionSm90Options> sm90 = std::nullopt;  // set: the attention_sm90 template
   bool operator==(const AttentionConfig&) const = default;
 };
 
@@ -48,6 +70,7 @@ struct AttentionGpuLimits {
   std::size_t smem_per_sm = 228 * 1024;
   std::size_t smem_reserved_per_block = 1024;
   int registers_per_sm = 65536;
+  bool sm90 = true;  // the GPU runs sm_90a code (cc 9.0): the attention_sm90 member is built
 };
 
 /// The family that implements `p` under `policy`, or std::nullopt with `why` set (then the
@@ -59,7 +82,8 @@ struct AttentionGpuLimits {
 /// can_implement rejects such strides).
 std::optional<AttentionFamily> attention_family(const AttentionProblem& p, Precision policy, std::string& why);
 
-/// Dynamic shared memory of one CTA in bytes, as the template computes kSmemBytes: a K tile
+/// Dynamic shared memory of one CTA in bytes, as the template computes kSmemBytes (sm90:
+/// attention_sm90_smem_bytes). sm80: a K tile
 /// of BLOCK_N rows of pitch D + 8 (tf32) or D + 16 (16-bit), and a V tile (Q's staging space
 /// first) of max(BLOCK_M, BLOCK_N) rows of pitch D + 4 (tf32) or D + 8 (16-bit); 4-byte
 /// elements for tf32 and 3xtf32 math (fp32 in shared memory), 2-byte for bf16/f16 math.
@@ -68,9 +92,10 @@ std::size_t attention_smem_bytes(const AttentionFamily& f, const AttentionConfig
 /// CTAs of `c` that fit on one SM by shared memory: floor(smem_per_sm / (smem + reserved)).
 int attention_blocks_by_smem(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
 
-/// A configuration is kept when its shared memory fits one block (<= smem_per_block) and
-/// MIN_BLOCKS CTAs fit one SM (MIN_BLOCKS x (smem + reserved) <= smem_per_sm): a
-/// MIN_BLOCKS the SM cannot hold only constrains registers for nothing.
+/// An sm90 configuration: attention_sm90_config_fits. An sm80 one is kept when its shared
+/// memory fits one block (<= smem_per_block) and MIN_BLOCKS CTAs fit one SM (MIN_BLOCKS x
+/// (smem + reserved) <= smem_per_sm): a MIN_BLOCKS the SM cannot hold only constrains
+/// registers for nothing.
 bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
 
 /// Registers per thread the kernel needs, estimated from its arrays: the O accumulator
@@ -79,7 +104,8 @@ bool attention_config_fits(const AttentionFamily& f, const AttentionConfig& c, c
 /// temporaries. A ranking input, not a prediction.
 int attention_register_estimate(const AttentionFamily& f, const AttentionConfig& c);
 
-/// Estimated seconds of `c` on `p` (a ranking key, not a prediction). Work is counted in
+/// Estimated seconds of `c` on `p` (a ranking key, not a prediction). An sm90 configuration
+/// is estimated by attention_sm90_estimate_seconds (space_sm90.h). sm80: work is counted in
 /// key steps: each CTA does ceil(keys it sees / BLOCK_N) steps of BLOCK_M x BLOCK_N x D x 4
 /// flops (a causal CTA sees keys up to its last row: about half the work). Resident CTAs per
 /// SM: min(by shared memory, by registers, 2048 threads), at least 1; the CTAs that share an
@@ -95,15 +121,25 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
                                   const AttentionGpuLimits& gpu);
 
-/// Every configuration of BLOCK_M {64, 128} x BLOCK_N {32, 64} x MIN_BLOCKS {1, 2, 3} that fits
-/// (attention_config_fits), ranked by attention_estimate_seconds, best first (ties by
-/// name, so BLOCK_N 32 before 64: it won on minGPT on the H200, docs/perf-notes.md v6b); at
-/// most `budget` entries (0 = all).
+/// The sm80 member: every configuration of BLOCK_M {64, 128} x BLOCK_N {32, 64} x MIN_BLOCKS
+/// {1, 2, 3} that fits (attention_config_fits). The sm90 member, when `gpu.sm90` and the
+/// problem allows it (attention_sm90_applies): attention_sm90_space. Each member is ranked
+/// by attention_estimate_seconds, best first (ties by name, so BLOCK_N 32 before 64: it won
+/// on minGPT on the H200, docs/perf-notes.md v6b); the result is the sm90 member's best,
+/// then the sm80 member's best (so a budget of 2 tries both), then the rest of both by
+/// estimate; at most `budget` entries (0 = all). Without the sm90 member this is the sm80
+/// ranking unchanged.
 std::vector<AttentionConfig> attention_tuning_space(const AttentionFamily& f, const AttentionProblem& p,
                                                     const AttentionGpuLimits& gpu, int budget);
 
-/// The procedural kernel name (see the header comment). It is also the C symbol prefix.
+/// The procedural kernel name (see the header comment; attention_sm90_kernel_name for an
+/// sm90 configuration). It is also the C symbol prefix.
 std::string attention_kernel_name(const AttentionFamily& f, const AttentionConfig& c);
+
+/// The name tokens of an element type ("f32" | "bf16" | "f16") and a mask kind ("nomask" |
+/// "causal" | "additive" | "keep" | "drop").
+const char* attention_io_token(DType d);
+const char* attention_mask_token(MaskKind m);
 
 /// True for a name attention_kernel_name makes (prefix "fact_attn_").
 bool is_attention_kernel_name(const std::string& name);

@@ -23,13 +23,13 @@ AttentionErrorTerms attention_error_terms(const AttentionFamily& f) {
                    : f.math == "3xtf32" ? std::ldexp(1.0, -21)
                    : f.math == "bf16"   ? std::ldexp(1.0, -8)
                                         : std::ldexp(1.0, -11);
-  const bool fp32_inputs = f.element == DType::F32;
+  const bool fp32_inputs = f.element == DType::f32;
   AttentionErrorTerms e{};
   e.u_qk = fp32_inputs ? 2.0 * u : 0.0;
   e.u_v = fp32_inputs ? u : 0.0;
   e.u_p = u;
   e.u_out = unit_roundoff(f.element);
-  e.out_abs = f.element == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
+  e.out_abs = f.element == DType::f16 ? std::ldexp(1.0, -25) : 0.0;
   e.p_subnormal = f.math == "f16" ? 1 : 0;
   e.margin = 2.0;
   return e;
@@ -58,7 +58,7 @@ std::vector<Draw> draws_for(const AttentionProblem& p) {
   // x30 makes the softmax peaky (scores of order 900 scale sqrt(D)); a convex combination
   // of V stays in range, so fp16 takes it too. Small: as the GEMM's (fp16's narrow range).
   // The moderate draws (the first three) are those the fp32 policy's check applies to.
-  return standard_draws(30.0, p.dtype == DType::F16 ? 1e-2 : 1e-4);
+  return standard_draws(30.0, p.dtype == DType::f16 ? 1e-2 : 1e-4);
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 #include "families/attention/bound.h"
 #include "families/attention/candidates.h"
 #include "families/attention/space.h"
-#include "families/gemm/verify_tune.h"
+#include "engine/harness.h"
+#include "engine/kernel_dtype.h"
 
 namespace fact::realize {
 

@@ -63,18 +63,9 @@ class CublasCandidate final : public GemmCandidate {
 
 }  // namespace
 
-cudaDataType_t cuda_data_type(DType d) {
-  switch (d) {
-    case DType::F32: return CUDA_R_32F;
-    case DType::F16: return CUDA_R_16F;
-    case DType::BF16: return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
-
 cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy) {
-  if (p.dtype_a == DType::F32 && policy == Precision::tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
-  if (p.dtype_a == DType::F32 && policy == Precision::bf16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (p.dtype_a == DType::f32 && policy == Precision::tf32) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  if (p.dtype_a == DType::f32 && policy == Precision::bf16) return CUBLAS_COMPUTE_32F_FAST_16BF;
   return CUBLAS_COMPUTE_32F;
 }
 
@@ -93,7 +84,7 @@ std::unique_ptr<GemmCandidate> load_cutlass_candidate(const std::string& name,
 }
 
 std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy) {
-  return library + "_" + (p.dtype_a != DType::F32 ? to_string(p.dtype_a) : std::string(precision_name(policy)));
+  return library + "_" + (p.dtype_a != DType::f32 ? to_string(p.dtype_a) : std::string(precision_name(policy)));
 }
 
 std::unique_ptr<GemmCandidate> make_cublas_candidate(const GemmProblem& p, Precision policy) {

@@ -41,10 +41,8 @@ std::unique_ptr<GemmCandidate> make_cublaslt_candidate(const GemmProblem& p, Pre
 /// inputs, else the input dtype, e.g. "cublas_tf32", "cublaslt_bfloat16".
 std::string vendor_candidate_name(const std::string& library, const GemmProblem& p, Precision policy);
 
-/// The CUDA data type of a FACT dtype, and the cuBLAS compute type a policy asks for: fp32
-/// inputs use CUBLAS_COMPUTE_32F (fp32), _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16 and
-/// bf16 inputs use CUBLAS_COMPUTE_32F.
-cudaDataType_t cuda_data_type(DType d);
+/// The cuBLAS compute type a policy asks for: fp32 inputs use CUBLAS_COMPUTE_32F (fp32),
+/// _FAST_TF32 (tf32) or _FAST_16BF (bf16); fp16 and bf16 inputs use CUBLAS_COMPUTE_32F.
 cublasComputeType_t vendor_compute_type(const GemmProblem& p, Precision policy);
 
 /// Float64 reference: d64 (same strides as D, already holding the bias broadcast or zeros)

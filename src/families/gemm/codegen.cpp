@@ -13,9 +13,10 @@ namespace {
 
 std::string cutlass_element(DType d) {
   switch (d) {
-    case DType::F32: return "float";  // fp32 in memory; the builder maps it to tf32 MMA
-    case DType::F16: return "cutlass::half_t";
-    case DType::BF16: return "cutlass::bfloat16_t";
+    case DType::f32: return "float";  // fp32 in memory; the builder maps it to tf32 MMA
+    case DType::f16: return "cutlass::half_t";
+    case DType::bf16: return "cutlass::bfloat16_t";
+    default: break;  // no kernel computes in another dtype
   }
   return "?";
 }
@@ -25,30 +26,6 @@ std::string cutlass_layout(Layout l) {
 }
 
 }  // namespace
-
-const char* cuda_element_name(DType d) {
-  switch (d) {
-    case DType::F32: return "float";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::F16: return "__half";
-  }
-  return "?";
-}
-
-std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values) {
-  for (const auto& [key, value] : values) {
-    const std::string needle = "{{" + key + "}}";
-    for (auto pos = text.find(needle); pos != std::string::npos;
-         pos = text.find(needle, pos + value.size())) {
-      text.replace(pos, needle.size(), value);
-    }
-  }
-  static const std::regex placeholder(R"(\{\{[A-Z_]+\}\})");
-  if (std::smatch m; std::regex_search(text, m, placeholder)) {
-    throw Error("kernel template: unfilled placeholder " + m.str());
-  }
-  return text;
-}
 
 std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const bool coop = c.schedule == Schedule::Cooperative;

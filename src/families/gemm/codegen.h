@@ -3,17 +3,10 @@
 #include <map>
 #include <string>
 
+#include "engine/kernel_template.h"
 #include "families/gemm/space.h"
 
 namespace fact::realize {
-
-/// Replaces every `{{KEY}}` of `text` by values[KEY]. Throws fact::Error naming the first
-/// placeholder (`{{` upper-case letters and `_` `}}`) left unfilled.
-std::string fill_placeholders(std::string text, const std::map<std::string, std::string>& values);
-
-/// The CUDA type of an element of `d` in FACT's own templates (cuda_fp16.h, cuda_bf16.h):
-/// float | __half | __nv_bfloat16.
-const char* cuda_element_name(DType d);
 
 /// The complete .cu source of one kernel: the sm90 GEMM template with the family's types
 /// and the configuration substituted, and the C ABI (kernel_abi.h) pasted in, so the text

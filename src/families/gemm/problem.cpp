@@ -9,24 +9,6 @@
 
 namespace fact::realize {
 
-DType parse_dtype(const std::string& s) {
-  if (s == "float32") return DType::F32;
-  if (s == "float16") return DType::F16;
-  if (s == "bfloat16") return DType::BF16;
-  throw Error("dtype '" + s + "' is not realized by the CUTLASS GEMM family");
-}
-
-std::string to_string(DType d) {
-  switch (d) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-  }
-  return "?";
-}
-
-std::size_t dtype_bytes(DType d) { return d == DType::F32 ? 4 : 2; }
-
 namespace {
 // Extent of one matrix of `rows` x `cols` stored with unit stride along `cols` and leading
 // stride `ld`, plus the batch offset of the last batch.

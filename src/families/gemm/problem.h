@@ -7,22 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "base/precision.h"
+#include "engine/kernel_dtype.h"
 
 namespace fact::realize {
 
-enum class DType { F32, F16, BF16 };
 enum class Layout { Row, Col };
-
-/// Parses torch dtype names "float32" | "float16" | "bfloat16". Throws fact::Error.
-DType parse_dtype(const std::string& s);
-std::string to_string(DType d);
-std::size_t dtype_bytes(DType d);
 
 /// D[l] (M x N, row-major, ldd) = alpha * A[l] (M x K) * B[l] (K x N) + beta * bias.
 /// Strides are in elements; a batch stride of 0 broadcasts the operand over L.
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0, l = 1;
-  DType dtype_a = DType::F32, dtype_b = DType::F32, dtype_d = DType::F32;
+  DType dtype_a = DType::f32, dtype_b = DType::f32, dtype_d = DType::f32;
   Layout layout_a = Layout::Row, layout_b = Layout::Row;
   int64_t lda = 0, ldb = 0, ldd = 0;
   int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_d = 0;

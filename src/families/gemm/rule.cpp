@@ -32,11 +32,6 @@ using graph::DType;
 using graph::Node;
 using graph::TensorType;
 
-// A failed constraint. Thrown inside this file only; match() returns it as a Rejection.
-struct Reject {
-  std::string reason;
-};
-
 // An operand as a batch of matrices [batch..., rows, cols] over a graph value's memory.
 struct MatrixView {
   std::string value;  // graph value name
@@ -79,12 +74,12 @@ Layout layout_of(const MatrixView& v, const char* operand) {
   if (unit_rows && col_ld >= v.rows) return {false, col_ld};
   const std::string strides = fmt::format("[{}]", fmt::join(v.type->strides, ", "));
   if (!unit_cols && !unit_rows)
-    throw Reject{fmt::format("operand {} has strides {}: no unit stride, no CUTLASS layout expresses it",
-                             operand, strides)};
-  throw Reject{fmt::format(
+    reject(fmt::format("operand {} has strides {}: no unit stride, no CUTLASS layout expresses it",
+                             operand, strides));
+  reject(fmt::format(
       "operand {} has strides {}: leading stride {} is smaller than the contiguous extent {}, "
       "no CUTLASS layout expresses it",
-      operand, strides, unit_cols ? row_ld : col_ld, unit_cols ? v.cols : v.rows)};
+      operand, strides, unit_cols ? row_ld : col_ld, unit_cols ? v.cols : v.rows));
 }
 
 // Broadcast batch shape of two operands (numpy rules, right-aligned).
@@ -96,8 +91,8 @@ std::vector<int64_t> broadcast_batch(const MatrixView& a, const MatrixView& b) {
   for (size_t i = 0; i < y.size(); ++i) {
     if (y[i] == out[off + i] || y[i] == 1) continue;
     if (out[off + i] != 1)
-      throw Reject{fmt::format("batch shapes [{}] and [{}] do not broadcast",
-                               fmt::join(a.batch_shape, ", "), fmt::join(b.batch_shape, ", "))};
+      reject(fmt::format("batch shapes [{}] and [{}] do not broadcast",
+                               fmt::join(a.batch_shape, ", "), fmt::join(b.batch_shape, ", ")));
     out[off + i] = y[i];
   }
   return out;
@@ -119,10 +114,10 @@ int64_t batch_stride(const MatrixView& v, const std::vector<int64_t>& out, const
     } else if (strides[i] == stride * extent) {
       extent *= out[i];
     } else {
-      throw Reject{fmt::format(
+      reject(fmt::format(
           "operand {} has batch strides [{}] over batch shape [{}]: no single batch stride, "
           "no CUTLASS batched layout expresses it",
-          operand, fmt::join(strides, ", "), fmt::join(out, ", "))};
+          operand, fmt::join(strides, ", "), fmt::join(out, ", ")));
     }
   }
   return stride;
@@ -139,7 +134,7 @@ double scalar_kwarg(const Node& n, const char* key) {
   const Arg* a = n.kwarg(key);
   if (!a) return 1.0;
   if (std::optional<double> v = a->number()) return *v;
-  throw Reject{fmt::format("{} is not a number", key)};
+  reject(fmt::format("{} is not a number", key));
 }
 
 MatrixView matrix(const graph::GraphIndex& g, const std::string& value, const char* operand,
@@ -147,11 +142,11 @@ MatrixView matrix(const graph::GraphIndex& g, const std::string& value, const ch
   const TensorType& t = g.type(value);
   if (t.rank() < min_rank || t.rank() > max_rank) {
     if (t.rank() == 1)
-      throw Reject{fmt::format("operand {} is 1-D (a matrix-vector product): the gemm rule takes "
-                               "operands of rank >= 2", operand)};
-    throw Reject{fmt::format("operand {} has rank {}, expected {}", operand, t.rank(),
+      reject(fmt::format("operand {} is 1-D (a matrix-vector product): the gemm rule takes "
+                               "operands of rank >= 2", operand));
+    reject(fmt::format("operand {} has rank {}, expected {}", operand, t.rank(),
                              min_rank == max_rank ? std::to_string(min_rank)
-                                                  : fmt::format("{} to {}", min_rank, max_rank))};
+                                                  : fmt::format("{} to {}", min_rank, max_rank)));
   }
   return view_of(value, t);
 }
@@ -203,7 +198,7 @@ std::optional<GemmInputs> inputs_of(const graph::GraphIndex& g, const Node& n) {
     GemmInputs in{matrix(g, m->values.at("a"), "a", f.a_min, f.a_max), f.b_transposed ? transposed(b) : b};
     if (auto it = m->values.find("bias"); it != m->values.end()) in.bias = it->second;
     if (const Arg* kw = n.kwarg("bias"); kw && !kw->is<graph::None>()) {
-      if (!kw->ref()) throw Reject{"bias is not a tensor"};
+      if (!kw->ref()) reject("bias is not a tensor");
       in.bias = *kw->ref();
     }
     in.alpha = scalar_kwarg(n, "alpha");
@@ -212,10 +207,10 @@ std::optional<GemmInputs> inputs_of(const graph::GraphIndex& g, const Node& n) {
   }
   for (size_t i = 0; i < n.args.size(); ++i) {
     if (!n.args[i].ref() && !n.args[i].is<graph::None>()) {
-      throw Reject{fmt::format("argument {} of {} is not a tensor: {}", i, n.op, graph::format_arg(n.args[i]))};
+      reject(fmt::format("argument {} of {} is not a tensor: {}", i, n.op, graph::format_arg(n.args[i])));
     }
   }
-  throw Reject{fmt::format("the arguments of {} are not the tensors its forms take (docs/03-rules.md)", n.op)};
+  reject(fmt::format("the arguments of {} are not the tensors its forms take (docs/03-rules.md)", n.op));
 }
 
 bool gemm_dtype(DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; }
@@ -233,35 +228,35 @@ std::string bias_mode(const TensorType& t, int64_t m, int64_t n) {
   if (unit && s.size() == 1 && s[0] == n) return "n";
   if (unit && s.size() == 2 && s[0] == 1 && s[1] == n) return "n";
   if (unit && s.size() == 2 && s[0] == m && s[1] == 1) return "m";
-  throw Reject{fmt::format("bias shape [{}] strides [{}]: the gemm rule takes a unit-stride bias of "
+  reject(fmt::format("bias shape [{}] strides [{}]: the gemm rule takes a unit-stride bias of "
                            "shape [N], [1, N] or [M, 1] (M={}, N={})",
-                           fmt::join(s, ", "), fmt::join(t.strides, ", "), m, n)};
+                           fmt::join(s, ", "), fmt::join(t.strides, ", "), m, n));
 }
 
 Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
   const graph::GraphIndex& g = ctx.graph;
-  if (node.outputs.size() != 1 || !node.outputs[0].type) throw Reject{"expected one tensor output"};
+  if (node.outputs.size() != 1 || !node.outputs[0].type) reject("expected one tensor output");
   const TensorType& d = *node.outputs[0].type;
 
   // Dtypes: A and B of one gemm dtype; D and bias alike.
   for (const auto& [name, v] : {std::pair{"a", &in.a}, std::pair{"b", &in.b}})
     if (!gemm_dtype(v->type->dtype))
-      throw Reject{fmt::format("operand {} dtype {}: the gemm rule takes float32, float16 or bfloat16",
-                               name, dname(v->type->dtype))};
+      reject(fmt::format("operand {} dtype {}: the gemm rule takes float32, float16 or bfloat16",
+                               name, dname(v->type->dtype)));
   const DType dtype = in.a.type->dtype;
   if (in.b.type->dtype != dtype)
-    throw Reject{fmt::format("mixed operand dtypes: a is {}, b is {}; the gemm rule takes A and B of one dtype",
-                             dname(dtype), dname(in.b.type->dtype))};
+    reject(fmt::format("mixed operand dtypes: a is {}, b is {}; the gemm rule takes A and B of one dtype",
+                             dname(dtype), dname(in.b.type->dtype)));
   if (d.dtype != dtype)
-    throw Reject{fmt::format("output dtype {} differs from operand dtype {}", dname(d.dtype), dname(dtype))};
+    reject(fmt::format("output dtype {} differs from operand dtype {}", dname(d.dtype), dname(dtype)));
   if (in.bias && g.type(*in.bias).dtype != dtype)
-    throw Reject{fmt::format("bias dtype {} differs from output dtype {}", dname(g.type(*in.bias).dtype),
-                             dname(dtype))};
+    reject(fmt::format("bias dtype {} differs from output dtype {}", dname(g.type(*in.bias).dtype),
+                             dname(dtype)));
 
   // Problem size and layouts.
   int64_t m = in.a.rows, n = in.b.cols, k = in.a.cols;
-  if (in.b.rows != k) throw Reject{fmt::format("K mismatch: a has K={}, b has K={}", k, in.b.rows)};
-  if (m == 0 || n == 0 || k == 0) throw Reject{fmt::format("empty problem M={} N={} K={}", m, n, k)};
+  if (in.b.rows != k) reject(fmt::format("K mismatch: a has K={}, b has K={}", k, in.b.rows));
+  if (m == 0 || n == 0 || k == 0) reject(fmt::format("empty problem M={} N={} K={}", m, n, k));
   const Layout la = layout_of(in.a, "a"), lb = layout_of(in.b, "b");
 
   // Batch: flatten the broadcast batch dims to one mode L with one stride per operand.
@@ -269,11 +264,11 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
   std::vector<int64_t> expected = batch;
   expected.insert(expected.end(), {m, n});
   if (d.shape != expected)
-    throw Reject{fmt::format("output shape [{}] is not [batch..., M, N] = [{}]", fmt::join(d.shape, ", "),
-                             fmt::join(expected, ", "))};
+    reject(fmt::format("output shape [{}] is not [batch..., M, N] = [{}]", fmt::join(d.shape, ", "),
+                             fmt::join(expected, ", ")));
   if (!d.is_contiguous())
-    throw Reject{fmt::format("output strides [{}] are not contiguous: the kernel writes a row-major D",
-                             fmt::join(d.strides, ", "))};
+    reject(fmt::format("output strides [{}] are not contiguous: the kernel writes a row-major D",
+                             fmt::join(d.strides, ", ")));
   int64_t l = 1;
   for (int64_t s : batch) l *= s;
   int64_t bsa = batch_stride(in.a, batch, "a"), bsb = batch_stride(in.b, batch, "b");
@@ -286,11 +281,11 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
   // CUTLASS's and cuBLAS's problem sizes are 32-bit; 2*M*N*K*L must fit the plan's int64.
   constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
   if (m > kMaxDim || n > kMaxDim || k > kMaxDim || l > kMaxDim)
-    throw Reject{fmt::format("M={} N={} K={} L={}: a size exceeds the 32-bit range CUTLASS and cuBLAS take", m, n, k, l)};
+    reject(fmt::format("M={} N={} K={} L={}: a size exceeds the 32-bit range CUTLASS and cuBLAS take", m, n, k, l));
   int64_t flops = 2;
   for (int64_t f : {m, n, k, l})
     if (__builtin_mul_overflow(flops, f, &flops))
-      throw Reject{fmt::format("M={} N={} K={} L={}: 2*M*N*K*L overflows 64 bits", m, n, k, l)};
+      reject(fmt::format("M={} N={} K={} L={}: 2*M*N*K*L overflows 64 bits", m, n, k, l));
 
   // Bias and scalars. beta = 0 drops the bias (PyTorch ignores it, NaNs included).
   if (in.beta == 0.0) in.bias.reset();
@@ -324,8 +319,8 @@ MatchResult match_gemm(const MatchContext& ctx, const Node& node) {
     std::optional<GemmInputs> in = inputs_of(ctx.graph, node);
     if (!in) return NotApplicable{};
     return make_match(ctx, node, std::move(*in));
-  } catch (const Reject& r) {
-    return Rejection{r.reason};
+  } catch (const Rejection& r) {
+    return r;
   }
 }
 

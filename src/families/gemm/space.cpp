@@ -82,13 +82,13 @@ std::vector<GemmFamilyKey> gemm_only_families(const GemmProblem& p, Precision po
     why = "M, N or K beyond 32 bits";
     return {};
   }
-  if (p.dtype_a != DType::F32) {  // bf16 / f16: the operands as given
+  if (p.dtype_a != DType::f32) {  // bf16 / f16: the operands as given
     if (!a_aligned || !b_aligned) {
       why = "a leading or batch stride, or the contiguous extent, is not a multiple of 16 bytes (TMA); staging is for fp32 operands";
       return {};
     }
     GemmFamilyKey f = base;
-    f.mma = p.dtype_a == DType::BF16 ? "bf16" : "f16";
+    f.mma = p.dtype_a == DType::bf16 ? "bf16" : "f16";
     return {f};
   }
   if (policy == Precision::bf16) {
@@ -214,11 +214,11 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
   const double tiles = std::ceil(rows / c.tile_m) * std::ceil(cols / c.tile_n) * double(p.l);
   double waves = std::ceil(tiles / sm_count);
   if (c.scheduler == TileScheduler::StreamK) waves = tiles / sm_count * 1.05;  // 5%: fix-up cost
-  const double per_sm = (f.element == DType::F32 ? kTf32Peak : kHalfPeak) / kPeakSms;
+  const double per_sm = (f.element == DType::f32 ? kTf32Peak : kHalfPeak) / kPeakSms;
   // Smaller tiles re-read operands more: favour larger tiles slightly (arithmetic intensity).
   const double intensity_penalty = 1.0 + 32.0 / c.tile_m + 32.0 / c.tile_n;
-  const bool through_registers = f.element == DType::F32 && gemm_layout_b(f) == Layout::Row;
-  const bool a_through_registers = f.element == DType::F32 && gemm_layout_a(f) == Layout::Col;
+  const bool through_registers = f.element == DType::f32 && gemm_layout_b(f) == Layout::Row;
+  const bool a_through_registers = f.element == DType::f32 && gemm_layout_a(f) == Layout::Col;
   const double compute = waves * 2.0 * c.tile_m * c.tile_n * double(k) / per_sm * intensity_penalty *
                          (through_registers || a_through_registers ? 1.08 : 1.0);
   const double bytes = double(dtype_bytes(f.element));

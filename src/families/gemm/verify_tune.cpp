@@ -16,10 +16,6 @@ using nlohmann::json;
 
 namespace fact::realize {
 
-double unit_roundoff(DType d) {
-  return d == DType::F32 ? std::ldexp(1.0, -24) : d == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-}
-
 double aten_tail_ms(const GemmProblem& p) {
   const double d_bytes = double(p.l) * double(p.m) * double(p.n) * double(dtype_bytes(p.dtype_d));
   return std::max(1, p.tail_nodes) * 2.0 * d_bytes / kAtenPassBandwidth * 1e3;
@@ -28,8 +24,8 @@ double aten_tail_ms(const GemmProblem& p) {
 double gemm_tolerance(const GemmProblem& p, Precision policy) {
   const auto unit = unit_roundoff;
   double u_in = unit(p.dtype_a);
-  if (p.dtype_a == DType::F32 && policy == Precision::tf32) u_in = std::ldexp(1.0, -10);
-  if (p.dtype_a == DType::F32 && policy == Precision::bf16) u_in = std::ldexp(1.0, -8);
+  if (p.dtype_a == DType::f32 && policy == Precision::tf32) u_in = std::ldexp(1.0, -10);
+  if (p.dtype_a == DType::f32 && policy == Precision::bf16) u_in = std::ldexp(1.0, -8);
   const double u_out = unit(p.dtype_d);
   return 4.0 * 2.0 * u_in + u_out + 8.0 * std::ldexp(1.0, -24) * std::sqrt(double(p.k));
 }
@@ -38,8 +34,8 @@ namespace {
 
 std::vector<Draw> draws_for(const GemmProblem& p) {
   // fp16 has a narrow range: keep its large draw where A*B sums stay finite.
-  const double large = p.dtype_a == DType::F16 ? 4.0 : 1e4;
-  const double small = p.dtype_a == DType::F16 ? 1e-2 : 1e-4;
+  const double large = p.dtype_a == DType::f16 ? 4.0 : 1e4;
+  const double small = p.dtype_a == DType::f16 ? 1e-2 : 1e-4;
   return standard_draws(large, small);
 }
 

@@ -27,9 +27,6 @@ constexpr double kAtenPassBandwidth = 0.9 * 4.23e12;
 /// either way), at kAtenPassBandwidth.
 double aten_tail_ms(const GemmProblem& p);
 
-/// The unit roundoff of storing in `d`: 2^-24 (fp32), 2^-11 (fp16), 2^-8 (bf16).
-double unit_roundoff(DType d);
-
 /// Verifies every candidate on several draws (normal, normal with another seed, uniform
 /// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
 /// (NaN) before each run; then times the survivors alternating round by round, with an L2

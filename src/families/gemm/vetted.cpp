@@ -15,9 +15,9 @@ namespace fact::realize {
 namespace {
 
 DType element_of(const std::string& mma) {
-  if (mma == "tf32" || mma == "3xtf32") return DType::F32;
-  if (mma == "bf16") return DType::BF16;
-  if (mma == "f16") return DType::F16;
+  if (mma == "tf32" || mma == "3xtf32") return DType::f32;
+  if (mma == "bf16") return DType::bf16;
+  if (mma == "f16") return DType::f16;
   throw Error("vetted example: unknown mma '" + mma + "'");
 }
 

@@ -1,7 +1,7 @@
 #include "families/norm/codegen.h"
 
 #include "engine/embedded_templates.h"
-#include "families/gemm/codegen.h"
+#include "engine/kernel_template.h"
 
 namespace fact::realize {
 
@@ -15,7 +15,7 @@ std::string render_norm(const std::string& template_text, const NormKernel& k, c
       {"ABI", embedded::kNormAbiHeader},
       {"ELEMENT", cuda_element_name(k.element)},
       {"OUT_ELEMENT", cuda_element_name(k.out)},
-      {"PARAM_ELEMENT", cuda_element_name(k.param.value_or(DType::F32))},
+      {"PARAM_ELEMENT", cuda_element_name(k.param.value_or(DType::f32))},
       {"NORM", k.norm == NormKind::layer ? "0" : "1"},
       {"COLS", std::to_string(k.cols)},
       {"HAS_RESIDUAL", boolean(k.residual)},

@@ -16,8 +16,6 @@ using graph::Node;
 
 constexpr double kFp32Epsilon = 1.1920928955078125e-07;  // torch.finfo(torch.float32).eps
 
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
-
 bool is_assert(const Node& n) { return n.op == "aten._assert_tensor_metadata.default"; }
 
 // The node producing the value `arg` references, or nullptr (a placeholder or a constant).

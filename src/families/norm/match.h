@@ -6,14 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "discover/rule.h"
 #include "graph/graph.h"
 
 namespace fact::discover::norm {
-
-/// A failed constraint of a subgraph that is a norm; rule.cpp returns it as a Rejection.
-struct Reject {
-  std::string reason;
-};
 
 /// What one matched norm is made of, before its problem is formed.
 struct NormParts {
@@ -29,14 +25,14 @@ struct NormParts {
 };
 
 /// An ATen norm op at `node` (layer_norm, native_layer_norm, rms_norm) over the last
-/// dimension: its parts, or nullopt for another op. Throws Reject for a norm over more than
+/// dimension: its parts, or nullopt for another op. Throws Rejection (discover::reject) for a norm over more than
 /// the last dimension, missing eps, or native_layer_norm whose mean or rstd is read.
 std::optional<NormParts> match_norm_op(const graph::GraphIndex& g, const graph::Node& node);
 
 /// A norm written out, anchored at its core `node`: c * rsqrt(stat + eps) or
 /// c / sqrt(stat + eps), stat = mean(c^2, -1, keepdim) (RMSNorm: c is the input; LayerNorm:
 /// c = x - mean(x, -1, keepdim)) or var(x, -1, unbiased=False, keepdim). Nullopt when the
-/// node is not such a core. Throws Reject for a reduction over another dimension, an
+/// node is not such a core. Throws Rejection (discover::reject) for a reduction over another dimension, an
 /// unbiased variance, or an interior value read outside.
 std::optional<NormParts> match_written_norm(const graph::GraphIndex& g, const graph::Node& node);
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "families/gemm/problem.h"
+#include "engine/kernel_dtype.h"
 
 namespace fact::realize {
 
@@ -17,8 +17,8 @@ enum class NormKind { layer, rms };
 struct NormProblem {
   NormKind norm = NormKind::layer;
   int64_t rows = 1, cols = 1;
-  DType dtype = DType::F32;                // x, residual and the sum
-  DType out_dtype = DType::F32;            // the normalized output
+  DType dtype = DType::f32;                // x, residual and the sum
+  DType out_dtype = DType::f32;            // the normalized output
   std::optional<DType> param_dtype;        // weight and bias; none when neither is read
   double eps = 1e-5;
   bool weight = false, bias = false, residual = false;

@@ -45,9 +45,10 @@ float round_f16(float v) {
 
 float round_to(DType d, float v) {
   switch (d) {
-    case DType::F32: return v;
-    case DType::BF16: return round_bf16(v);
-    case DType::F16: return round_f16(v);
+    case DType::f32: return v;
+    case DType::bf16: return round_bf16(v);
+    case DType::f16: return round_f16(v);
+    default: break;  // no kernel computes in another dtype
   }
   return v;
 }
@@ -62,14 +63,14 @@ std::vector<float> norm_draw_row(const std::string& draw, int64_t cols, DType dt
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::vector<float> row(static_cast<size_t>(cols));
-  const double range = dtype == DType::F16 ? std::ldexp(1.0, 13) : std::ldexp(1.0, 120);
+  const double range = dtype == DType::f16 ? std::ldexp(1.0, 13) : std::ldexp(1.0, 120);
   for (auto& v : row) {
     double x;
     if (draw == "normal") x = normal(rng);
     else if (draw == "uniform01") x = uniform(rng);
-    else if (draw == "large") x = normal(rng) * (dtype == DType::F16 ? 1e2 : 1e3);
+    else if (draw == "large") x = normal(rng) * (dtype == DType::f16 ? 1e2 : 1e3);
     else if (draw == "small") x = normal(rng) * 1e-4;
-    else if (draw == "offset") x = (dtype == DType::F16 ? 1e2 : 1e3) + normal(rng) * 0.1;
+    else if (draw == "offset") x = (dtype == DType::f16 ? 1e2 : 1e3) + normal(rng) * 0.1;
     else if (draw == "constant") x = 3.25;
     else if (draw == "near-range") x = normal(rng) * range;
     else throw Error("norm verification: unknown draw '" + draw + "'");
@@ -89,9 +90,9 @@ std::vector<float> norm_draw_param(int64_t cols, DType dtype, uint64_t seed, boo
 NormErrorTerms norm_error_terms(const NormProblem& p) {
   NormErrorTerms e{};
   e.u = std::ldexp(1.0, -24);
-  e.u_out = p.out_dtype == DType::F32 ? std::ldexp(1.0, -24) : p.out_dtype == DType::BF16 ? std::ldexp(1.0, -8)
+  e.u_out = p.out_dtype == DType::f32 ? std::ldexp(1.0, -24) : p.out_dtype == DType::bf16 ? std::ldexp(1.0, -8)
                                                                                         : std::ldexp(1.0, -11);
-  e.out_abs = p.out_dtype == DType::F16 ? std::ldexp(1.0, -25) : 0.0;
+  e.out_abs = p.out_dtype == DType::f16 ? std::ldexp(1.0, -25) : 0.0;
   e.margin = 2.0;
   e.layer = p.norm == NormKind::layer ? 1 : 0;
   return e;
@@ -176,10 +177,10 @@ std::vector<uint8_t> encode_elements(DType d, const std::vector<float>& values) 
   const size_t e = dtype_bytes(d);
   std::vector<uint8_t> out(values.size() * e);
   for (size_t i = 0; i < values.size(); ++i) {
-    if (d == DType::F32) {
+    if (d == DType::f32) {
       std::memcpy(&out[i * 4], &values[i], 4);
     } else {
-      const uint16_t h = d == DType::BF16 ? uint16_t(bits_of(round_bf16(values[i])) >> 16) : f16_bits(values[i]);
+      const uint16_t h = d == DType::bf16 ? uint16_t(bits_of(round_bf16(values[i])) >> 16) : f16_bits(values[i]);
       std::memcpy(&out[i * 2], &h, 2);
     }
   }
@@ -188,14 +189,14 @@ std::vector<uint8_t> encode_elements(DType d, const std::vector<float>& values) 
 
 float decode_element(DType d, const void* data, int64_t i) {
   const auto* b = static_cast<const uint8_t*>(data);
-  if (d == DType::F32) {
+  if (d == DType::f32) {
     float v;
     std::memcpy(&v, b + i * 4, 4);
     return v;
   }
   uint16_t h;
   std::memcpy(&h, b + i * 2, 2);
-  return d == DType::BF16 ? float_of(uint32_t(h) << 16) : f16_value(h);
+  return d == DType::bf16 ? float_of(uint32_t(h) << 16) : f16_value(h);
 }
 
 }  // namespace fact::realize

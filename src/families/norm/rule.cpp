@@ -30,10 +30,6 @@ namespace {
 using graph::DType;
 using graph::TensorType;
 using norm::NormParts;
-using norm::Reject;
-
-[[noreturn]] void reject(std::string reason) { throw Reject{std::move(reason)}; }
-
 bool io_dtype(DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16; }
 
 // The stride between rows of `t` seen as [rows, cols] (the last dim unit stride, the
@@ -160,8 +156,8 @@ MatchResult match_norm(const MatchContext& ctx, const graph::Node& node) {
     if (!parts) parts = norm::match_written_norm(ctx.graph, node);
     if (!parts) return NotApplicable{};
     return make_match(ctx, std::move(*parts));
-  } catch (const Reject& r) {
-    return Rejection{r.reason};
+  } catch (const Rejection& r) {
+    return r;
   }
 }
 

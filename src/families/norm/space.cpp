@@ -69,7 +69,7 @@ std::vector<NormConfig> norm_tuning_space(const NormKernel& k, const NormProblem
   return out;
 }
 
-const char* norm_dtype_token(DType d) { return d == DType::F32 ? "f32" : d == DType::BF16 ? "bf16" : "f16"; }
+const char* norm_dtype_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : "f16"; }
 
 std::string norm_kernel_name(const NormKernel& k, const NormConfig& c) {
   return fmt::format("fact_norm_{}_{}_{}_{}_c{}_{}{}{}_r{}_t{}_v{}", k.norm == NormKind::layer ? "ln" : "rms",

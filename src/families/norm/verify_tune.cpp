@@ -102,7 +102,7 @@ std::vector<CandidateOutcome> verify_and_tune_norm(const NormProblem& p, std::ve
   };
   constexpr uint64_t kTimingSeed = 0x7157;
   fill_all(kTimingSeed);
-  const DType pd = p.param_dtype.value_or(DType::F32);
+  const DType pd = p.param_dtype.value_or(DType::f32);
   const std::vector<float> weight = p.weight ? norm_draw_param(p.cols, pd, 0x3e1, false) : std::vector<float>{};
   const std::vector<float> bias = p.bias ? norm_draw_param(p.cols, pd, 0x3e2, true) : std::vector<float>{};
   if (p.weight) put_vector(w.get(), pd, weight, s);

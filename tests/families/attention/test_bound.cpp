@@ -30,9 +30,9 @@ AttentionElementFacts flat_row() {
   return f;
 }
 
-const AttentionFamily kTf32{"tf32", DType::F32, 64, MaskKind::none};
-const AttentionFamily kBf16{"bf16", DType::BF16, 64, MaskKind::none};
-const AttentionFamily kF16{"f16", DType::F16, 64, MaskKind::none};
+const AttentionFamily kTf32{"tf32", DType::f32, 64, MaskKind::none};
+const AttentionFamily kBf16{"bf16", DType::bf16, 64, MaskKind::none};
+const AttentionFamily kF16{"f16", DType::f16, 64, MaskKind::none};
 
 }  // namespace
 
@@ -43,7 +43,7 @@ TEST(AttentionBound, TermsPerFamily) {
   EXPECT_EQ(tf32.u_p, std::ldexp(1.0, -10));
   EXPECT_EQ(tf32.u_out, std::ldexp(1.0, -24));
   EXPECT_EQ(tf32.margin, 2.0);
-  const auto bf16_math = attention_error_terms({"bf16", DType::F32, 64, MaskKind::none});
+  const auto bf16_math = attention_error_terms({"bf16", DType::f32, 64, MaskKind::none});
   EXPECT_EQ(bf16_math.u_qk, std::ldexp(1.0, -7));
   EXPECT_EQ(bf16_math.u_out, std::ldexp(1.0, -24));  // O stays fp32
   const auto bf16 = attention_error_terms(kBf16);
@@ -51,7 +51,7 @@ TEST(AttentionBound, TermsPerFamily) {
   EXPECT_EQ(bf16.u_v, 0.0);
   EXPECT_EQ(bf16.u_p, std::ldexp(1.0, -8));
   EXPECT_EQ(bf16.u_out, std::ldexp(1.0, -8));
-  const auto x3 = attention_error_terms({"3xtf32", DType::F32, 64, MaskKind::none});
+  const auto x3 = attention_error_terms({"3xtf32", DType::f32, 64, MaskKind::none});
   EXPECT_EQ(x3.u_qk, std::ldexp(1.0, -20));
   EXPECT_EQ(x3.u_p, std::ldexp(1.0, -21));
   const auto f16 = attention_error_terms(kF16);
@@ -79,7 +79,7 @@ TEST(AttentionBound, ScalesWithHeadDimAndMagnitude) {
   EXPECT_LT(bf16, 0.2 * base);
   EXPECT_GT(bf16, 2 * std::ldexp(1.0, -8) * f.w0);
   // 3xtf32: worst-case fp32 accumulation dominates; two orders below tf32's.
-  EXPECT_LT(attention_element_bound(attention_error_terms({"3xtf32", DType::F32, 64, MaskKind::none}), f), 0.01 * base);
+  EXPECT_LT(attention_element_bound(attention_error_terms({"3xtf32", DType::f32, 64, MaskKind::none}), f), 0.01 * base);
 }
 
 TEST(AttentionBound, Fp32PolicyTolerance) {

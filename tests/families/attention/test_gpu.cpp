@@ -2,7 +2,8 @@
 // kernel passes verification next to the vendor bound, and kernels made wrong on purpose are
 // quarantined for the right reason — an output never written, a constant output, a write
 // outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
-// attention written with SDPA).
+// attention written with SDPA); the same for the sm90 member's first-ranked kernel on a
+// bf16 grouped-query causal problem.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -76,14 +77,21 @@ GpuSetup gpu_setup() {
   return s;
 }
 
-// Builds the first-ranked kernel of `p` under `policy`.
-BuildResult build_one(const AttentionProblem& p, Precision policy) {
+AttentionGpuLimits sm80_only() {
+  AttentionGpuLimits l;
+  l.sm90 = false;
+  return l;
+}
+
+// Builds the first-ranked kernel of `p` under `policy` (by default of the sm80 member; with
+// the H200's limits the sm90 member's best comes first for bf16/fp16 inputs).
+BuildResult build_one(const AttentionProblem& p, Precision policy, const AttentionGpuLimits& limits = sm80_only()) {
   std::string why;
   const auto f = attention_family(p, policy, why);
   EXPECT_TRUE(f) << why;
-  const AttentionConfig c = attention_tuning_space(*f, p, AttentionGpuLimits{}, 1).at(0);
+  const AttentionConfig c = attention_tuning_space(*f, p, limits, 1).at(0);
   const std::string name = attention_kernel_name(*f, c);
-  auto results = build_kernels({{name, render_attention_sm80(*f, c), name}}, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1);
+  auto results = build_kernels({{name, render_attention_kernel(*f, c), name}}, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1);
   EXPECT_TRUE(results.at(0).ok) << results.at(0).reason;
   return results.at(0);
 }
@@ -91,7 +99,7 @@ BuildResult build_one(const AttentionProblem& p, Precision policy) {
 AttentionProblem mingpt_causal() {  // q/k/v views of [B, T, 3C], O merged [B, T, C]
   AttentionProblem p;
   p.batch = 2; p.heads = p.kv_heads = 4; p.seq_q = p.seq_k = 128; p.head_dim = 96;
-  p.dtype = DType::F32;
+  p.dtype = DType::f32;
   p.scale = 0.1020620726;
   p.mask = MaskKind::causal;
   p.q = p.k = p.v = {128 * 1152, 96, 1152};
@@ -103,7 +111,7 @@ AttentionProblem mingpt_causal() {  // q/k/v views of [B, T, 3C], O merged [B, T
 AttentionProblem gqa_additive_bf16() {  // 8 query heads over 2 K/V heads; the mask broadcast over heads
   AttentionProblem p;
   p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = 96; p.seq_k = 160; p.head_dim = 64;
-  p.dtype = DType::BF16;
+  p.dtype = DType::bf16;
   p.scale = 0.125;
   p.mask = MaskKind::additive;
   p.q = p.o = {8 * 96 * 64, 96 * 64, 64};
@@ -197,4 +205,32 @@ TEST(AttentionGpu, SdpaFormRowsWithEveryKeyRemovedAreZero) {
   const auto& first = verification["draws"][0];
   EXPECT_EQ(first["nan_rows_sampled"].get<int>(), 0);
   EXPECT_GE(first["dead_rows_total"].get<int>(), 16);
+}
+
+TEST(AttentionGpu, Sm90KernelPassesAndBrokenOnesAreQuarantined) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  // HF Llama's heads at a small size: 8 query heads over 2 K/V heads, head dim 128, causal,
+  // Q/K/V [B, T, H, D] transposed, O merged; 320 rows (a partial last query block).
+  AttentionProblem p;
+  p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = p.seq_k = 320; p.head_dim = 128;
+  p.dtype = DType::bf16;
+  p.scale = 0.08838834764;
+  p.mask = MaskKind::causal;
+  p.q = p.o = {320 * 8 * 128, 128, 8 * 128};
+  p.k = p.v = {320 * 2 * 128, 128, 2 * 128};
+  p.output_layout = "bthd";
+  const BuildResult b = build_one(p, Precision::bf16, AttentionGpuLimits{});
+  ASSERT_TRUE(b.ok) << b.reason;
+  ASSERT_EQ(b.name.rfind("fact_attn_sm90_bf16_d128_causal_", 0), 0u) << b.name;
+  nlohmann::json verification;
+  const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::double_scale}, *s.gpu, verification, true);
+  const auto& real = outcome(out, b.name);
+  EXPECT_EQ(real.status, "ok") << real.reason;
+  EXPECT_LE(real.max_rel_err, real.tolerance);
+  EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos)
+      << outcome(out, b.name + "+broken0").reason;
+  const auto& wrong = outcome(out, b.name + "+broken3");
+  EXPECT_EQ(wrong.status, "quarantined");
+  EXPECT_NE(wrong.reason.find("beyond their error bound"), std::string::npos) << wrong.reason;
 }

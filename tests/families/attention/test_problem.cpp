@@ -42,7 +42,7 @@ TEST(AttentionProblem, ReadsEveryField) {
   EXPECT_EQ(p.group(), 1);
   EXPECT_EQ(p.seq_q, 128);
   EXPECT_EQ(p.head_dim, 96);
-  EXPECT_EQ(p.dtype, DType::F32);
+  EXPECT_EQ(p.dtype, DType::f32);
   EXPECT_DOUBLE_EQ(p.scale, 0.1020620726);
   EXPECT_EQ(p.mask, MaskKind::causal);
   EXPECT_EQ(p.q.batch, 128 * 1152);

@@ -24,11 +24,18 @@ AttentionProblem contiguous(DType dtype, int64_t d = 96, MaskKind mask = MaskKin
   return p;
 }
 
-AttentionGpuLimits a100() {  // sm_80: 164 KiB per SM, 163 KiB per block (opt-in)
+AttentionGpuLimits a100() {  // sm_80: 164 KiB per SM, 163 KiB per block (opt-in), no sm_90a code
   AttentionGpuLimits l;
   l.sm_count = 108;
   l.smem_per_block = 163 * 1024;
   l.smem_per_sm = 164 * 1024;
+  l.sm90 = false;
+  return l;
+}
+
+AttentionGpuLimits h200_sm80_only() {  // the H200's figures, the sm80 member alone
+  AttentionGpuLimits l;
+  l.sm90 = false;
   return l;
 }
 
@@ -42,42 +49,42 @@ std::set<std::string> names(const AttentionFamily& f, const std::vector<Attentio
 
 TEST(AttentionFamily, MathFollowsThePolicyForFp32AndTheDtypeOtherwise) {
   std::string why;
-  auto f = attention_family(contiguous(DType::F32), Precision::tf32, why);
+  auto f = attention_family(contiguous(DType::f32), Precision::tf32, why);
   ASSERT_TRUE(f) << why;
   EXPECT_EQ(f->math, "tf32");
-  EXPECT_EQ(f->element, DType::F32);
-  f = attention_family(contiguous(DType::F32), Precision::bf16, why);
+  EXPECT_EQ(f->element, DType::f32);
+  f = attention_family(contiguous(DType::f32), Precision::bf16, why);
   ASSERT_TRUE(f) << why;
   EXPECT_EQ(f->math, "bf16");       // converted while loading
-  EXPECT_EQ(f->element, DType::F32);  // O stays fp32
-  f = attention_family(contiguous(DType::F32), Precision::fp32, why);
+  EXPECT_EQ(f->element, DType::f32);  // O stays fp32
+  f = attention_family(contiguous(DType::f32), Precision::fp32, why);
   ASSERT_TRUE(f) << why;
   EXPECT_EQ(f->math, "3xtf32");     // fp32-accurate: three tf32 products of split operands
   for (Precision pol : {Precision::fp32, Precision::tf32, Precision::bf16}) {
-    f = attention_family(contiguous(DType::BF16), pol, why);
+    f = attention_family(contiguous(DType::bf16), pol, why);
     ASSERT_TRUE(f) << why;
     EXPECT_EQ(f->math, "bf16");
-    f = attention_family(contiguous(DType::F16), pol, why);
+    f = attention_family(contiguous(DType::f16), pol, why);
     ASSERT_TRUE(f) << why;
     EXPECT_EQ(f->math, "f16");
-    EXPECT_EQ(f->element, DType::F16);
+    EXPECT_EQ(f->element, DType::f16);
   }
 }
 
 TEST(AttentionFamily, VendorOnlyReasons) {
   std::string why;
-  EXPECT_FALSE(attention_family(contiguous(DType::BF16, 80), Precision::tf32, why));
+  EXPECT_FALSE(attention_family(contiguous(DType::bf16, 80), Precision::tf32, why));
   EXPECT_NE(why.find("head dim 80 is not built"), std::string::npos) << why;
   EXPECT_NE(why.find("the ATen path runs"), std::string::npos) << why;
-  EXPECT_FALSE(attention_family(contiguous(DType::F32, 80), Precision::fp32, why));
+  EXPECT_FALSE(attention_family(contiguous(DType::f32, 80), Precision::fp32, why));
   EXPECT_NE(why.find("head dim 80 is not built"), std::string::npos) << why;
   // A row stride of 98 fp32 elements (392 bytes) breaks 16-byte vector loads.
-  AttentionProblem p = contiguous(DType::F32, 96);
+  AttentionProblem p = contiguous(DType::f32, 96);
   p.k.row = 98;
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("strides.k: the row stride 98 is not a multiple of 16 bytes"), std::string::npos) << why;
   // bf16: 8 elements per vector, so a head stride of 96 + 4 breaks it too.
-  p = contiguous(DType::BF16, 64);
+  p = contiguous(DType::bf16, 64);
   p.o.head = 64 * 1024 + 4;
   EXPECT_FALSE(attention_family(p, Precision::tf32, why));
   EXPECT_NE(why.find("strides.o: the head stride"), std::string::npos) << why;
@@ -85,14 +92,14 @@ TEST(AttentionFamily, VendorOnlyReasons) {
 
 TEST(AttentionSpace, SharedMemoryAsTheTemplateComputesIt) {
   // kSmemBytes = sizeof(SmemT) * (BLOCK_N * pitch_K + max(BLOCK_M, BLOCK_N) * pitch_V).
-  const AttentionFamily tf32{"tf32", DType::F32, 128, MaskKind::none};
+  const AttentionFamily tf32{"tf32", DType::f32, 128, MaskKind::none};
   EXPECT_EQ(attention_smem_bytes(tf32, {128, 64, 1}), 4u * (64 * 136 + 128 * 132));
   EXPECT_EQ(attention_smem_bytes(tf32, {64, 32, 2}), 4u * (32 * 136 + 64 * 132));
-  EXPECT_EQ(attention_smem_bytes({"3xtf32", DType::F32, 128, MaskKind::none}, {128, 64, 1}),
+  EXPECT_EQ(attention_smem_bytes({"3xtf32", DType::f32, 128, MaskKind::none}, {128, 64, 1}),
             attention_smem_bytes(tf32, {128, 64, 1}));  // fp32 in shared memory too
-  const AttentionFamily bf16{"bf16", DType::F32, 96, MaskKind::causal};  // fp32 inputs, bf16 in shared memory
+  const AttentionFamily bf16{"bf16", DType::f32, 96, MaskKind::causal};  // fp32 inputs, bf16 in shared memory
   EXPECT_EQ(attention_smem_bytes(bf16, {128, 64, 1}), 2u * (64 * 112 + 128 * 104));
-  const AttentionFamily f16{"f16", DType::F16, 64, MaskKind::keep};
+  const AttentionFamily f16{"f16", DType::f16, 64, MaskKind::keep};
   EXPECT_EQ(attention_smem_bytes(f16, {64, 64, 2}), 2u * (64 * 80 + 64 * 72));
 }
 
@@ -103,20 +110,20 @@ TEST(AttentionSpace, AnH200HoldsAllButThreeCTAsOfTheLargestTf32Tiles) {
   const std::map<int64_t, size_t> tf32_sizes{{64, 12}, {96, 11}, {128, 10}};
   for (int64_t d : {64, 96, 128}) {
     for (Precision pol : {Precision::tf32, Precision::fp32}) {
-      const AttentionProblem p = contiguous(DType::F32, d);
+      const AttentionProblem p = contiguous(DType::f32, d);
       const auto f = attention_family(p, pol, why);
       ASSERT_TRUE(f) << why;
       const auto space = names(*f, attention_tuning_space(*f, p, AttentionGpuLimits{}, 0));
       EXPECT_EQ(space.size(), tf32_sizes.at(d)) << f->math << " d" << d;
       EXPECT_EQ(space.count(attention_kernel_name(*f, {128, 64, 3})), d == 64 ? 1u : 0u);
     }
-    for (DType dt : {DType::BF16, DType::F16}) {
+    for (DType dt : {DType::bf16, DType::f16}) {
       const AttentionProblem p = contiguous(dt, d);
       const auto f = attention_family(p, Precision::tf32, why);
       ASSERT_TRUE(f) << why;
-      EXPECT_EQ(attention_tuning_space(*f, p, AttentionGpuLimits{}, 0).size(), 12u) << f->math << " d" << d;
+      EXPECT_EQ(attention_tuning_space(*f, p, h200_sm80_only(), 0).size(), 12u) << f->math << " d" << d;
     }
-    const AttentionProblem p = contiguous(DType::F32, d);
+    const AttentionProblem p = contiguous(DType::f32, d);
     const auto bf16 = attention_family(p, Precision::bf16, why);  // fp32 inputs, bf16 in shared memory
     EXPECT_EQ(attention_tuning_space(*bf16, p, AttentionGpuLimits{}, 0).size(), 12u);
   }
@@ -127,7 +134,7 @@ TEST(AttentionSpace, SharedMemoryPrunesPerPolicyAndDtype) {
   // (2 x (102400 + 1024) bytes for 128 x 64, 2 x (84992 + 1024) for 128 x 32) do not fit, nor
   // three of 64 x 64; the same problem under bf16 keeps half the bytes per element and every
   // configuration.
-  const AttentionProblem p = contiguous(DType::F32, 128, MaskKind::none);
+  const AttentionProblem p = contiguous(DType::f32, 128, MaskKind::none);
   std::string why;
   const auto tf32 = attention_family(p, Precision::tf32, why);
   const auto bf16 = attention_family(p, Precision::bf16, why);
@@ -154,16 +161,16 @@ TEST(AttentionSpace, SharedMemoryPrunesPerPolicyAndDtype) {
 }
 
 TEST(AttentionSpace, RankingAndBudget) {
-  const AttentionProblem p = contiguous(DType::BF16, 64, MaskKind::causal, 2048, 8, 16);
+  const AttentionProblem p = contiguous(DType::bf16, 64, MaskKind::causal, 2048, 8, 16);
   std::string why;
   const auto f = attention_family(p, Precision::tf32, why);
   ASSERT_TRUE(f);
-  const auto all = attention_tuning_space(*f, p, AttentionGpuLimits{}, 0);
+  const auto all = attention_tuning_space(*f, p, h200_sm80_only(), 0);
   ASSERT_EQ(all.size(), 12u);
   for (size_t i = 1; i < all.size(); ++i) {
     EXPECT_LE(attention_estimate_seconds(*f, all[i - 1], p, {}), attention_estimate_seconds(*f, all[i], p, {}));
   }
-  const auto three = attention_tuning_space(*f, p, AttentionGpuLimits{}, 3);
+  const auto three = attention_tuning_space(*f, p, h200_sm80_only(), 3);
   ASSERT_EQ(three.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(three[i], all[i]);
   // Causal work is about half of the unmasked problem's.
@@ -176,42 +183,42 @@ TEST(AttentionSpace, RankingAndBudget) {
   EXPECT_GT(causal_s, 0.4 * none_s);
   EXPECT_LT(causal_s, 0.7 * none_s);
   // One head of 64 rows: a CTA of 128 rows would compute half padding.
-  const AttentionProblem tiny = contiguous(DType::BF16, 64, MaskKind::none, 64, 1, 1);
-  EXPECT_EQ(attention_tuning_space(fn, tiny, AttentionGpuLimits{}, 1)[0].block_m, 64);
+  const AttentionProblem tiny = contiguous(DType::bf16, 64, MaskKind::none, 64, 1, 1);
+  EXPECT_EQ(attention_tuning_space(fn, tiny, h200_sm80_only(), 1)[0].block_m, 64);
 }
 
 TEST(AttentionSpace, RegisterEstimatePenalizesTwoBlocksOfLargeTiles) {
-  const AttentionFamily f{"tf32", DType::F32, 128, MaskKind::none};
+  const AttentionFamily f{"tf32", DType::f32, 128, MaskKind::none};
   // O accumulator 64 + Q fragments 64 + S 32 + 40: more than the 128 registers two CTAs of
   // 256 threads allow.
   EXPECT_EQ(attention_register_estimate(f, {128, 64, 2}), 200);
-  const AttentionProblem p = contiguous(DType::F32, 128, MaskKind::none, 4096, 4, 32);
+  const AttentionProblem p = contiguous(DType::f32, 128, MaskKind::none, 4096, 4, 32);
   EXPECT_GT(attention_estimate_seconds(f, {128, 64, 2}, p, {}), attention_estimate_seconds(f, {128, 64, 1}, p, {}));
   // 3xtf32 keeps Q's small parts too, and issues three MMAs per product.
-  const AttentionFamily x3{"3xtf32", DType::F32, 128, MaskKind::none};
+  const AttentionFamily x3{"3xtf32", DType::f32, 128, MaskKind::none};
   EXPECT_GT(attention_register_estimate(x3, {64, 32, 1}), attention_register_estimate(f, {64, 32, 1}));
   EXPECT_GT(attention_estimate_seconds(x3, {64, 32, 1}, p, {}), 2.5 * attention_estimate_seconds(f, {64, 32, 1}, p, {}));
 }
 
 TEST(AttentionNames, SpellTheWholeConfiguration) {
-  EXPECT_EQ(attention_kernel_name({"tf32", DType::F32, 96, MaskKind::causal}, {64, 64, 2}),
+  EXPECT_EQ(attention_kernel_name({"tf32", DType::f32, 96, MaskKind::causal}, {64, 64, 2}),
             "fact_attn_sm80_tf32_f32_d96_causal_64x64_mb2");
-  EXPECT_EQ(attention_kernel_name({"bf16", DType::F32, 128, MaskKind::none}, {128, 32, 1}),
+  EXPECT_EQ(attention_kernel_name({"bf16", DType::f32, 128, MaskKind::none}, {128, 32, 1}),
             "fact_attn_sm80_bf16_f32_d128_nomask_128x32_mb1");
-  EXPECT_EQ(attention_kernel_name({"3xtf32", DType::F32, 96, MaskKind::causal}, {64, 32, 3}),
+  EXPECT_EQ(attention_kernel_name({"3xtf32", DType::f32, 96, MaskKind::causal}, {64, 32, 3}),
             "fact_attn_sm80_3xtf32_f32_d96_causal_64x32_mb3");
-  EXPECT_EQ(attention_kernel_name({"bf16", DType::BF16, 64, MaskKind::additive}, {128, 64, 1}),
+  EXPECT_EQ(attention_kernel_name({"bf16", DType::bf16, 64, MaskKind::additive}, {128, 64, 1}),
             "fact_attn_sm80_bf16_bf16_d64_additive_128x64_mb1");
-  EXPECT_EQ(attention_kernel_name({"f16", DType::F16, 64, MaskKind::keep}, {64, 32, 2}),
+  EXPECT_EQ(attention_kernel_name({"f16", DType::f16, 64, MaskKind::keep}, {64, 32, 2}),
             "fact_attn_sm80_f16_f16_d64_keep_64x32_mb2");
-  EXPECT_EQ(attention_kernel_name({"f16", DType::F16, 64, MaskKind::drop}, {64, 32, 2}),
+  EXPECT_EQ(attention_kernel_name({"f16", DType::f16, 64, MaskKind::drop}, {64, 32, 2}),
             "fact_attn_sm80_f16_f16_d64_drop_64x32_mb2");
   EXPECT_TRUE(is_attention_kernel_name("fact_attn_sm80_f16_f16_d64_drop_64x32_mb2"));
   EXPECT_FALSE(is_attention_kernel_name("cutlass3x_sm90a_tf32_rrr_128x128x32_1x2x1_coop_persistent_lincomb"));
 }
 
 TEST(AttentionVendor, NoteSaysItIsALowerBound) {
-  AttentionProblem p = contiguous(DType::F32, 96);
+  AttentionProblem p = contiguous(DType::f32, 96);
   const std::string note = attention_vendor_note(p, Precision::tf32);
   EXPECT_NE(note.find("a lower bound of the ATen path"), std::string::npos) << note;
   EXPECT_NE(note.find("softmax, mask and scale passes"), std::string::npos) << note;
@@ -223,7 +230,7 @@ TEST(AttentionVendor, NoteSaysItIsALowerBound) {
 }
 
 TEST(AttentionArgs, StridesScaleAndTheRuntimesFlags) {
-  AttentionProblem p = contiguous(DType::BF16, 64, MaskKind::keep, 256, 2, 8);
+  AttentionProblem p = contiguous(DType::bf16, 64, MaskKind::keep, 256, 2, 8);
   p.kv_heads = 2;
   p.mask_strides = {256 * 256, 0, 256};
   int q, k, v, o, m;

@@ -35,16 +35,16 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
       {"op": "tanh", "args": [{"op": "mul", "args": [{"op": "add", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}, {"input": "c0"}]},
       {"op": "sigmoid", "args": [{"op": "add", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}, {"input": "c0"}]}]}]}]}]},
       {"scalar": -1.0}, {"scalar": 1.0}]}, {"input": "c1"}]}, {"input": "c2"}]})");
-  GemmFamilyKey evt{"tf32", DType::F32, Layout::Row, Layout::Row, true};
+  GemmFamilyKey evt{"tf32", DType::f32, Layout::Row, Layout::Row, true};
   evt.epilogue_tree = tail;
   evt.epilogue_broadcast = {{"bias", "n"}, {"c0", "n"}, {"c1", "m"}, {"c2", "mn"}};
   const std::vector<Case> cases{
       // A staged (PDL after the copy) and B^T through registers (the RS mainloop with the
       // 128-byte-swizzled register operand); the evt case below is RS without staging.
-      {{"tf32", DType::F32, Layout::Col, Layout::Row, false, true}, 32, P},
-      {{"bf16", DType::BF16, Layout::Row, Layout::Col, true}, 64, P},
-      {{"f16", DType::F16, Layout::Row, Layout::Col, false}, 64, P},
-      {{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true}, 32, TileScheduler::StreamK},
+      {{"tf32", DType::f32, Layout::Col, Layout::Row, false, true}, 32, P},
+      {{"bf16", DType::bf16, Layout::Row, Layout::Col, true}, 64, P},
+      {{"f16", DType::f16, Layout::Row, Layout::Col, false}, 64, P},
+      {{"3xtf32", DType::f32, Layout::Col, Layout::Row, false, true, true, 3, true}, 32, TileScheduler::StreamK},
       {evt, 32, P},
   };
   std::vector<BuildRequest> reqs;

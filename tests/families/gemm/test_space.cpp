@@ -77,7 +77,7 @@ TEST(GemmFamily, AContiguousExtentOffSixteenBytesIsStaged) {
   ASSERT_EQ(fs.size(), 1u) << why;
   EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
   // bf16 cannot stage: vendor only.
-  p.dtype_a = p.dtype_b = p.dtype_d = DType::BF16;
+  p.dtype_a = p.dtype_b = p.dtype_d = DType::bf16;
   EXPECT_TRUE(gemm_families(p, Precision::bf16, why).empty());
   EXPECT_NE(why.find("contiguous extent"), std::string::npos);
   // An N off 16 bytes writes D without TMA.
@@ -143,7 +143,7 @@ TEST(GemmFamily, GemvAndUnalignedHalfPrecisionGoToTheVendor) {
   EXPECT_TRUE(gemm_families(gemv, Precision::tf32, why).empty());
   EXPECT_NE(why.find("GEMV"), std::string::npos);
   auto h = square_f32(4096);
-  h.dtype_a = h.dtype_b = h.dtype_d = DType::BF16;
+  h.dtype_a = h.dtype_b = h.dtype_d = DType::bf16;
   h.lda = 4100;  // 8200 bytes: not a multiple of 16
   EXPECT_TRUE(gemm_families(h, Precision::bf16, why).empty());
   EXPECT_NE(why.find("16 bytes"), std::string::npos);
@@ -244,7 +244,7 @@ TEST(GemmSpace, FewOutputTilesRankStreamKFirst) {
 }
 
 TEST(KernelName, SpellsTheWholeConfiguration) {
-  GemmFamilyKey f{"bf16", DType::BF16, Layout::Row, Layout::Col, true};
+  GemmFamilyKey f{"bf16", DType::bf16, Layout::Row, Layout::Col, true};
   GemmConfig c{128, 256, 64, 2, 1, Schedule::Cooperative, TileScheduler::Persistent};
   EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_bf16_rcr_128x256x64_2x1x1_coop_persistent_lincomb-biasn");
   const auto sym = kernel_symbol(gemm_kernel_name(f, c));
@@ -256,7 +256,7 @@ TEST(KernelName, SpellsTheWholeConfiguration) {
 }
 
 TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
-  GemmFamilyKey f{"tf32", DType::F32, Layout::Row, Layout::Row, false};
+  GemmFamilyKey f{"tf32", DType::f32, Layout::Row, Layout::Row, false};
   GemmConfig c{128, 128, 32, 1, 2, Schedule::Pingpong, TileScheduler::Persistent};
   const std::string src = render_gemm_sm90(f, c);
   const std::string sym = kernel_symbol(gemm_kernel_name(f, c));
@@ -279,7 +279,7 @@ TEST(Codegen, FillsEveryPlaceholderAndExportsTheAbi) {
 }
 
 TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
-  GemmFamilyKey f{"3xtf32", DType::F32, Layout::Col, Layout::Row, false, true, true, 3, true};
+  GemmFamilyKey f{"3xtf32", DType::f32, Layout::Col, Layout::Row, false, true, true, 3, true};
   GemmConfig c{128, 256, 32, 2, 1, Schedule::Cooperative, TileScheduler::StreamK};
   EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_3xtf32_crr-stAB_128x256x32_2x1x1_coop_streamk_lincomb-align1");
   EXPECT_FALSE(gemm_transposes_problem(f));
@@ -309,8 +309,8 @@ TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
 }
 
 TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
-  GemmFamilyKey bf16_rr{"bf16", DType::BF16, Layout::Row, Layout::Row, true};
-  GemmFamilyKey tf32_rc{"tf32", DType::F32, Layout::Row, Layout::Col, false};
+  GemmFamilyKey bf16_rr{"bf16", DType::bf16, Layout::Row, Layout::Row, true};
+  GemmFamilyKey tf32_rc{"tf32", DType::f32, Layout::Row, Layout::Col, false};
   EXPECT_FALSE(gemm_transposes_problem(bf16_rr));
   EXPECT_FALSE(gemm_transposes_problem(tf32_rc));
   GemmConfig c{128, 128, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};

@@ -14,7 +14,7 @@ GemmProblem problem(int64_t m, int64_t n, int64_t k, int64_t l = 1) {
   p.lda = k; p.ldb = n; p.ldd = n;
   return p;
 }
-const GemmFamilyKey kTf32RowRow{"tf32", DType::F32, Layout::Row, Layout::Row, false};
+const GemmFamilyKey kTf32RowRow{"tf32", DType::f32, Layout::Row, Layout::Row, false};
 }  // namespace
 
 TEST(Vetted, ShippedExamplesParseAndAreInTheSpace) {
@@ -38,13 +38,13 @@ TEST(Vetted, NearestShapeOfTheSameFamilyWins) {
   ASSERT_TRUE(near_large_k.has_value());
   EXPECT_EQ(near_large_k->name, "large_k_256x256x524288_tf32");
   EXPECT_EQ(near_large_k->config.scheduler, TileScheduler::StreamK);
-  const GemmFamilyKey f16_col_col{"f16", DType::F16, Layout::Col, Layout::Col, false};
+  const GemmFamilyKey f16_col_col{"f16", DType::f16, Layout::Col, Layout::Col, false};
   EXPECT_FALSE(nearest_vetted(ex, f16_col_col, problem(4096, 4096, 4096)).has_value());
 }
 
 TEST(Vetted, AFusedTailMatchesTheExamplesOfItsGemmFamily) {
   // The wide layer with its Swish tail (an EVT family): its shape's example still applies.
-  GemmFamilyKey fused{"tf32", DType::F32, Layout::Row, Layout::Col, true};
+  GemmFamilyKey fused{"tf32", DType::f32, Layout::Row, Layout::Col, true};
   fused.epilogue_tree = nlohmann::json::parse(R"({"op":"mul","args":[{"op":"silu","args":[{"op":"add","args":[{"acc":true},{"input":"bias"}]}]},{"scalar":2.0}]})");
   fused.epilogue_broadcast = nlohmann::json::parse(R"({"bias":"n"})");
   auto v = nearest_vetted(shipped_vetted(), fused, problem(128, 32768, 32768));
@@ -79,11 +79,11 @@ TEST(Vetted, StagedAndThreeXTf32FamiliesMatchOnlyTheirOwn) {
   EXPECT_TRUE(ex[0].family.stage_a && !ex[0].family.stage_b);
   EXPECT_EQ(ex[1].family.split, 3);
   EXPECT_TRUE(ex[1].family.stage_a && ex[1].family.stage_b);
-  GemmFamilyKey ta{"tf32", DType::F32, Layout::Col, Layout::Row, false, true, false};
-  GemmFamilyKey tab{"tf32", DType::F32, Layout::Col, Layout::Row, false, true, true};
+  GemmFamilyKey ta{"tf32", DType::f32, Layout::Col, Layout::Row, false, true, false};
+  GemmFamilyKey tab{"tf32", DType::f32, Layout::Col, Layout::Row, false, true, true};
   EXPECT_EQ(nearest_vetted(ex, ta, problem(2048, 4096, 8192))->name, "ta");
   EXPECT_FALSE(nearest_vetted(ex, tab, problem(2048, 4096, 8192)).has_value());
-  GemmFamilyKey x3{"3xtf32", DType::F32, Layout::Row, Layout::Row, false, true, true, 3};
+  GemmFamilyKey x3{"3xtf32", DType::f32, Layout::Row, Layout::Row, false, true, true, 3};
   EXPECT_EQ(nearest_vetted(ex, x3, problem(8192, 8192, 1024))->name, "x3");
   EXPECT_THROW(parse_vetted(R"({"format": "fact.vetted", "version": 1, "examples": [
     {"name": "bad", "mma": "tf32", "layout_a": "row", "layout_b": "row", "bias": false, "stage": "C",

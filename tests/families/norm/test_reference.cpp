@@ -11,7 +11,7 @@
 namespace fact::realize {
 namespace {
 
-NormProblem problem(NormKind k, int64_t cols, DType d = DType::F32) {
+NormProblem problem(NormKind k, int64_t cols, DType d = DType::f32) {
   NormProblem p;
   p.norm = k;
   p.rows = 4;
@@ -46,7 +46,7 @@ TEST(NormReference, LayerNormOfAKnownRow) {
 }
 
 TEST(NormReference, RmsNormWithWeightAndTheSumRoundedAsEager) {
-  NormProblem p = problem(NormKind::rms, 2, DType::BF16);
+  NormProblem p = problem(NormKind::rms, 2, DType::bf16);
   p.residual = p.weight = true;
   // bf16: 1 + 2^-9 is not representable; the sum rounds to nearest even.
   const auto r = norm_reference_row(p, {1.0f, 3.0f}, {std::ldexp(1.0f, -9), 1.0f}, {2.0f, 0.5f}, {});
@@ -116,34 +116,34 @@ TEST(NormBound, AMissingMeanFails) {
 }
 
 TEST(NormDraws, RowsHaveTheirShape) {
-  const auto offset = norm_draw_row("offset", 4096, DType::F32, 1);
+  const auto offset = norm_draw_row("offset", 4096, DType::f32, 1);
   double mean = 0;
   for (float v : offset) mean += v;
   mean /= 4096;
   EXPECT_NEAR(mean, 1000.0, 0.05);
-  const auto constant = norm_draw_row("constant", 64, DType::BF16, 1);
+  const auto constant = norm_draw_row("constant", 64, DType::bf16, 1);
   for (float v : constant) EXPECT_EQ(v, 3.25f);
-  const auto near = norm_draw_row("near-range", 4096, DType::F32, 1);
+  const auto near = norm_draw_row("near-range", 4096, DType::f32, 1);
   double ms = 0;
   for (float v : near) ms += double(v) * v;
   EXPECT_GT(ms, 3.5e38);  // the fp32 sum of squares overflows: the kernel must scale
-  for (float v : norm_draw_row("near-range", 64, DType::F16, 1)) EXPECT_TRUE(std::isfinite(round_to(DType::F16, v)));
-  EXPECT_THROW(norm_draw_row("nope", 4, DType::F32, 1), Error);
+  for (float v : norm_draw_row("near-range", 64, DType::f16, 1)) EXPECT_TRUE(std::isfinite(round_to(DType::f16, v)));
+  EXPECT_THROW(norm_draw_row("nope", 4, DType::f32, 1), Error);
 }
 
 TEST(NormElements, EncodeAndDecodeRoundTrip) {
   const std::vector<float> v{0.0f, -1.5f, 3.25f, 65504.0f, std::ldexp(1.0f, -24), -std::ldexp(1.0f, -14)};
-  for (DType d : {DType::F32, DType::BF16, DType::F16}) {
+  for (DType d : {DType::f32, DType::bf16, DType::f16}) {
     const auto bytes = encode_elements(d, v);
     ASSERT_EQ(bytes.size(), v.size() * dtype_bytes(d));
     for (size_t i = 0; i < v.size(); ++i) {
-      if (d == DType::BF16 && i == 3) continue;  // 65504 is not a bf16 value
+      if (d == DType::bf16 && i == 3) continue;  // 65504 is not a bf16 value
       EXPECT_EQ(decode_element(d, bytes.data(), int64_t(i)), round_to(d, v[i])) << to_string(d) << " " << i;
     }
   }
-  EXPECT_EQ(round_to(DType::BF16, 1.0f + std::ldexp(1.0f, -8)), 1.0f);  // ties to even
-  EXPECT_EQ(round_to(DType::F16, 1.0f + std::ldexp(1.0f, -11)), 1.0f);
-  EXPECT_TRUE(std::isinf(round_to(DType::F16, 70000.0f)));
+  EXPECT_EQ(round_to(DType::bf16, 1.0f + std::ldexp(1.0f, -8)), 1.0f);  // ties to even
+  EXPECT_EQ(round_to(DType::f16, 1.0f + std::ldexp(1.0f, -11)), 1.0f);
+  EXPECT_TRUE(std::isinf(round_to(DType::f16, 70000.0f)));
 }
 
 TEST(NormSampleRows, AllOrSpreadWithFirstAndLast) {

@@ -23,7 +23,7 @@ TEST(NormProblem, ReadsThePlansProblem) {
   const NormProblem p = norm_problem_from_json(llama_ffn_norm());
   EXPECT_EQ(p.norm, NormKind::rms);
   EXPECT_EQ(p.rows, 32768);
-  EXPECT_EQ(p.dtype, DType::BF16);
+  EXPECT_EQ(p.dtype, DType::bf16);
   EXPECT_TRUE(p.writes_sum());
   EXPECT_EQ(p.sum_output, "to_2");
   EXPECT_EQ(p.residual_stride, 4096);
@@ -70,7 +70,7 @@ TEST(NormSpace, PrunedByTheRowLengthAndRankedWithinTheBudget) {
   for (const auto& c : norm_tuning_space(norm_kernel(odd), odd, 132, 100)) EXPECT_EQ(c.vec, 2);
   // A row of 3 fp32 elements with stride 3: no vector of 4 bytes or more divides it but one element.
   NormProblem tiny = p;
-  tiny.dtype = tiny.out_dtype = DType::F32;
+  tiny.dtype = tiny.out_dtype = DType::f32;
   tiny.cols = tiny.x_stride = tiny.residual_stride = 3;
   const auto t = norm_tuning_space(norm_kernel(tiny), tiny, 132, 100);
   for (const auto& c : t) EXPECT_EQ(c.vec, 1);

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/cost_model.h"
+#include "families/gemm/epilogue/program.h"
 #include "families/gemm/epilogue/idiom.h"
 #include "discover/pattern.h"
 #include "graph/text.h"
@@ -40,12 +41,6 @@ Expr call(const std::string& op, const std::vector<Expr>& args) {
 
 // A number argument (int or float), or nullopt (also for an argument not given).
 std::optional<double> number(const Arg* a) { return a ? a->number() : std::nullopt; }
-
-// Argument `i` or kwarg `key` of a node, or nullptr.
-const Arg* arg(const Node& n, size_t i, const char* key) {
-  if (i < n.args.size()) return &n.args[i];
-  return n.kwarg(key);
-}
 
 struct NotFusable {
   std::string reason;
@@ -150,7 +145,7 @@ class Builder {
     for (const auto& [name, slot] : external_order_)
       if (name == v) return slot;
     for (size_t i = 0; i < pending_.size(); ++i)
-      if (pending_[i].first == v) return fmt::format("c{}", external_order_.size() + i);
+      if (pending_[i].first == v) return realize::epilogue_input_name(external_order_.size() + i);
     return "c?";
   }
 
@@ -192,7 +187,7 @@ class Builder {
     auto x = [&] { return operand(n, n.args.at(0)); };
     auto y = [&] { return operand(n, n.args.at(1)); };
     auto number_or = [&](size_t i, const char* key, double dflt) {
-      const Arg* a = arg(n, i, key);
+      const Arg* a = n.arg_or_kwarg(i, key);
       if (!a || a->is<graph::None>()) return dflt;
       auto v = number(a);
       if (!v) throw NotFusable{fmt::format("%{}: {} has a tensor {}", n.name, op, key)};
@@ -224,14 +219,14 @@ class Builder {
         return call(name, {x(), scalar(number_or(1, "min_val", -1.0)), scalar(number_or(2, "max_val", 1.0))});
       case EpilogueOpKind::clamp: {
         std::vector<Expr> args{x()};
-        const Arg* lo = arg(n, 1, "min");
-        const Arg* hi = arg(n, 2, "max");
+        const Arg* lo = n.arg_or_kwarg(1, "min");
+        const Arg* hi = n.arg_or_kwarg(2, "max");
         args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
         args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
         return call(name, args);
       }
       case EpilogueOpKind::pow: {
-        auto v = number(arg(n, 1, "exponent"));
+        auto v = number(n.arg_or_kwarg(1, "exponent"));
         if (!v) throw NotFusable{fmt::format("%{}: pow with a non-scalar exponent", n.name)};
         return call(name, {x(), scalar(*v)});
       }

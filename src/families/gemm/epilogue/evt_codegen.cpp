@@ -102,15 +102,14 @@ json desugar(const json& t) {
 // An input leaf's kind and ABI slot: "bias" -> ("n", -1); "cI" -> (broadcast[cI], I).
 std::pair<std::string, int> input_slot(const std::string& name, const json& broadcast) {
   if (name == "bias") return {"n", -1};
-  if (name.size() != 2 || name[0] != 'c' || name[1] < '0' || name[1] > '3') {
-    throw Error("epilogue: input '" + name + "' is not bias or c0..c3 (at most four external inputs)");
-  }
+  const int slot = epilogue_input_slot(name);
+  if (slot < 0) throw Error("epilogue: input '" + name + "' is not bias or c0..c3 (at most four external inputs)");
   if (!broadcast.is_object() || !broadcast.contains(name)) throw Error("epilogue: input " + name + " has no broadcast kind");
   const std::string kind = broadcast.at(name);
   if (kind != "n" && kind != "m" && kind != "mn") {
     throw Error("epilogue: input " + name + " broadcasts as '" + kind + "' (n, m or mn are generated)");
   }
-  return {kind, name[1] - '0'};
+  return {kind, slot};
 }
 
 struct Emitter {

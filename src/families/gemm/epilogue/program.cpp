@@ -26,8 +26,9 @@ struct Compiler {
     if (t.contains("scalar")) return push(EpiOp::scalar, t.at("scalar").get<double>(), +1);
     if (t.contains("input")) {
       const std::string slot = t.at("input");
-      if (slot.size() < 2 || slot[0] != 'c') throw Error("epilogue: bad input slot '" + slot + "'");
-      return push(EpiOp::input, std::stod(slot.substr(1)), +1);
+      const int i = epilogue_input_slot(slot);
+      if (i < 0) throw Error("epilogue: bad input slot '" + slot + "'");
+      return push(EpiOp::input, double(i), +1);
     }
     static const std::map<std::string, EpiOp> binary{{"add", EpiOp::add}, {"sub", EpiOp::sub},
                                                      {"mul", EpiOp::mul}, {"div", EpiOp::div}};

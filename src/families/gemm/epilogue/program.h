@@ -250,6 +250,19 @@ FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double a
 }
 
 #ifndef FACT_NO_JSON
+/// External inputs a tail reads, named c0 .. c3 in order of first use (the ABI's epi[4]).
+constexpr int kMaxTailInputs = 4;
+
+/// The name of external input `i`: "c0", "c1", ...
+inline std::string epilogue_input_name(size_t i) { return "c" + std::to_string(i); }
+
+/// The slot of an external input's name: 2 for "c2"; -1 for anything but c0 .. c3. The one
+/// place a slot name is read.
+inline int epilogue_input_slot(const std::string& name) {
+  if (name.size() != 2 || name[0] != 'c' || name[1] < '0' || name[1] >= '0' + kMaxTailInputs) return -1;
+  return name[1] - '0';
+}
+
 /// Compiles discovery's expression tree ({"op", "args"} / {"acc"} / {"scalar"} /
 /// {"input": "cN"}) into a program. Throws fact::Error naming an unknown op or a tree that
 /// does not fit kMaxInstr / kMaxStack.

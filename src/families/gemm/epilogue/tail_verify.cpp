@@ -21,10 +21,9 @@ TailInputKind kind_of(const std::string& k) {
 // Kinds of c0..c3 from the problem's broadcast map.
 void set_kinds(const GemmProblem& p, TailInputs& in) {
   for (const auto& [slot, kind] : p.tail_broadcast.items()) {
-    if (slot.size() != 2 || slot[0] != 'c' || slot[1] < '0' || slot[1] > '3') {
-      throw Error("epilogue input '" + slot + "' is not c0..c3");
-    }
-    in.kind[slot[1] - '0'] = kind_of(kind.get<std::string>());
+    const int i = epilogue_input_slot(slot);
+    if (i < 0) throw Error("epilogue input '" + slot + "' is not c0..c3");
+    in.kind[i] = kind_of(kind.get<std::string>());
   }
 }
 

@@ -1,0 +1,340 @@
+"""``torch.compile(model, backend="fact", options={...})``: FACT as a Dynamo backend.
+
+Registered through the ``torch_dynamo_backends`` entry point (pyproject.toml), so
+``torch._dynamo.list_backends()`` lists ``fact`` once the package is installed. Dynamo
+calls :func:`fact_backend` once per subgraph it captures (a graph break makes two) with
+the ``torch.fx.GraphModule`` and its example inputs: the (real) tensors of the first call,
+the module's parameters and buffers among them (Dynamo passes them as graph inputs; their
+placeholders' sources name them ``L['self']._modules['fc']._parameters['weight']``). A
+caller that hands fake tensors instead gets a callable that compiles on its first call.
+
+Per subgraph, in this order (docs/09-backend.md):
+
+1. **Scope.** Forward/inference on CUDA tensors of static shape. A graph whose tensors are
+   not all on a CUDA device, that needs autograd (grad mode on and a tensor that requires
+   grad), or whose inputs are symbolic (dynamic shapes, not implemented yet) is returned as
+   Dynamo gave it, with one warning per reason per process.
+2. **Export.** The parameters and buffers are lifted back into a module around the graph
+   (:class:`_Lifted`), which ``torch.export`` re-traces on the user inputs, so the FACT
+   graph has them as parameters and buffers (a causal-mask buffer keeps its ``"value":
+   "tril"``, docs/02) exactly as :func:`fact.export.export` of the whole model would.
+3. **Reuse.** The graph's key hashes its JSON, the policy and the options that change the
+   result; ``<out_dir>/<key>/`` holds its graph, plan, realized.json and artifact. An
+   artifact already there is loaded (:func:`fact.artifact.load_artifact`: checked against
+   this GPU) without running ``factc``: a recompile or a new process costs a load.
+4. **Discover → realize → compose** (:func:`fact.optimize.compile_artifact`), with the tuning
+   registry and the kernel cache, so a subgraph this GPU has seen tunes nothing and
+   compiles nothing. A subgraph with no pattern runs as Dynamo gave it (logged with the ops
+   left to ATen and why).
+5. **Check.** As :func:`fact.optimize` does: an attention kernel is timed against its own
+   ATen nodes and disabled when slower (:mod:`fact.aten_check`), then the module is
+   verified against float64 on the example inputs (:func:`fact.optimize.verify`); a module
+   that fails runs as Dynamo gave it, with a warning.
+
+The result is a callable taking Dynamo's inputs (user inputs and the current parameters)
+and returning the graph's outputs as Dynamo expects them (a tuple).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+import torch.fx
+
+from fact.log import logger, warn_once
+
+__all__ = ["fact_backend", "BackendOptions", "KERNEL_DEVICE_TYPES", "scope_problem"]
+
+#: Device types whose tensors FACT kernels take. (The CPU tests add ``"cpu"`` to run the
+#: pipeline with a stand-in engine.)
+KERNEL_DEVICE_TYPES: tuple[str, ...] = ("cuda",)
+
+
+@dataclasses.dataclass
+class BackendOptions:
+    """``options`` of ``torch.compile(..., backend="fact", options={...})``.
+
+    Attributes:
+        precision: ``fp32``, ``tf32`` or ``bf16``; ``None`` follows
+            ``torch.get_float32_matmul_precision()`` (docs/01-quickstart.md).
+        tune_budget: CUTLASS candidates built per pattern, best-ranked first (0: all).
+        jobs: parallel nvcc processes (``None``: factc decides).
+        cache: the kernel cache (``None``: factc's default, :func:`fact.artifact.cache_root`).
+        registry: replay and record tunings in factc's registry.
+        out_dir: where each subgraph's folder goes (default ``<cache>/backend``).
+        factc: the engine (``None``: :func:`fact.factc.find_factc`).
+        progress: compile and tune progress bars; ``None``: when stderr is a terminal.
+        verbose: log the engine's lines at INFO.
+        verify: check each loaded subgraph against float64 before using it.
+    """
+
+    precision: str | None = None
+    tune_budget: int = 0
+    jobs: int | None = None
+    cache: str | None = None
+    registry: bool = True
+    out_dir: str | None = None
+    factc: str | None = None
+    progress: bool | None = None
+    verbose: bool = False
+    verify: bool = True
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any] | None) -> "BackendOptions":
+        """Raises ValueError: an option this backend does not have (the message lists them)."""
+        options = dict(options or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"fact backend: unknown option{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        return cls(**options)
+
+
+# ------------------------------------------------------------------ the graph's inputs
+
+def _source_name(node: torch.fx.Node) -> str:
+    src = getattr(node, "_dynamo_source", None)
+    if src is None:
+        src = getattr(node.meta.get("grapharg"), "source", None)
+    if src is None:
+        return ""
+    name = src.name
+    return name() if callable(name) else str(name)
+
+
+_KEY = re.compile(r"\['([^']*)'\]")
+
+
+def _state_name(source: str) -> str | None:
+    """``L['self']._modules['fc']._parameters['weight']`` -> ``fc_weight``; None for a
+    source that is not a parameter or buffer."""
+    if "._parameters[" not in source and "._buffers[" not in source:
+        return None
+    parts = _KEY.findall(source)[1:] or ["t"]
+    return re.sub(r"\W", "_", "_".join(parts))
+
+
+class _Lifted(torch.nn.Module):
+    """Dynamo's graph with its parameter and buffer inputs held as this module's own
+    parameters and buffers (the very tensors, shared), so that ``torch.export`` of it lifts
+    them as the model's export would. ``forward`` takes the user inputs only."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
+        super().__init__()
+        self.gm = gm
+        self.slots: list[str | None] = []  # per placeholder: its attribute, or None (user)
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for node, value in zip(placeholders, example_inputs):
+            name = _state_name(_source_name(node)) if isinstance(value, torch.Tensor) else None
+            if name is not None:
+                base, i = name, 1
+                while hasattr(self, name):
+                    name, i = f"{base}_{i}", i + 1
+                if isinstance(value, torch.nn.Parameter):
+                    self.register_parameter(name, value)
+                else:
+                    self.register_buffer(name, value)
+            self.slots.append(name)
+
+    def user_inputs(self, args: Sequence[Any]) -> list[Any]:
+        """Dynamo's arguments (one per placeholder) -> the user inputs among them."""
+        return [a for a, s in zip(args, self.slots) if s is None]
+
+    def forward(self, *user: Any) -> Any:
+        it = iter(user)
+        return self.gm(*[next(it) if s is None else getattr(self, s) for s in self.slots])
+
+
+def scope_problem(example_inputs: Sequence[Any]) -> tuple[str, str]:
+    """Why a graph on these inputs runs as Dynamo gave it: ``(key, message)``, or
+    ``("", "")`` when FACT can compile it (see the module docstring, step 1)."""
+    tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
+    if any(not isinstance(x, torch.Tensor) for x in example_inputs) or any(
+            isinstance(s, torch.SymInt) for t in tensors for s in (*t.shape, *t.stride())):
+        return ("dynamic", "an input is symbolic (dynamic shapes): FACT graphs have static "
+                "shapes for now (docs/09-backend.md); compile with dynamic=False")
+    devices = sorted({t.device.type for t in tensors} - set(KERNEL_DEVICE_TYPES))
+    if devices:
+        return (f"device:{devices[0]}", f"tensors on {', '.join(devices)}: FACT kernels run "
+                f"on CUDA devices; move the model and its inputs to CUDA")
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return ("autograd", "this graph needs autograd (grad mode is on and a tensor requires "
+                "grad): FACT compiles forward/inference only; call the compiled model under "
+                "torch.no_grad() or torch.inference_mode()")
+    return ("", "")
+
+
+def _as_is(gm: torch.fx.GraphModule, key: str, message: str) -> Callable:
+    warn_once(f"backend:{key}", f"fact backend: {message}; the graph runs as Dynamo gave it")
+    return gm.forward
+
+
+def _graph_key(graph: dict, policy: str, opts: BackendOptions) -> str:
+    from fact import __version__
+    body = json.dumps({"graph": {k: v for k, v in graph.items() if k != "name"},
+                       "policy": policy, "tune_budget": opts.tune_budget,
+                       "registry": opts.registry, "fact": __version__}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ the backend
+
+def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+                 options: Mapping[str, Any] | None = None, mode: str | None = None
+                 ) -> Callable[..., Any]:
+    """The ``fact`` Dynamo backend (see the module docstring).
+
+    Args:
+        gm: one subgraph Dynamo captured.
+        example_inputs: its inputs on the first call (tensors: user inputs, parameters,
+            buffers), one per placeholder.
+        options: :class:`BackendOptions` fields, from ``torch.compile(..., options=...)``.
+        mode: ``torch.compile``'s mode; FACT has none and ignores it.
+
+    Returns:
+        A callable with the graph's signature: FACT's module for the subgraph, or ``gm``'s
+        own forward when FACT leaves the subgraph as it is (and says why once).
+
+    Raises:
+        ValueError: an unknown option (Dynamo reports it as a backend failure).
+    """
+    opts = BackendOptions.parse(options)
+    key, message = scope_problem(example_inputs)
+    if key:
+        return _as_is(gm, key, message)
+    from torch._subclasses.fake_tensor import is_fake
+    if any(isinstance(x, torch.Tensor) and is_fake(x) for x in example_inputs):
+        return _Deferred(gm, opts)
+    return _build(gm, example_inputs, opts)
+
+
+class _Deferred:
+    """Compiles on the first call, whose tensors are real, when the backend was handed fake
+    ones (a caller other than Dynamo's own compile, e.g. a wrapping backend): export needs
+    real buffer contents (a causal mask's value class) and verification real data."""
+
+    def __init__(self, gm: torch.fx.GraphModule, opts: BackendOptions) -> None:
+        self.gm, self.opts = gm, opts
+        self.fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fn is None:
+            key, message = scope_problem(args)
+            self.fn = _as_is(self.gm, key, message) if key else _build(self.gm, args, self.opts)
+        return self.fn(*args)
+
+
+def _build(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+           opts: BackendOptions) -> Callable[..., Any]:
+    """:func:`_compile`, with the outcomes that leave the graph as it is said once."""
+    from fact.bench import Float64ReferenceError
+    from fact.export import ExportError
+    from fact.factc import FactcError
+    from fact.gpu import GpuRequired
+    from fact.plan_summary import NothingMatched
+    from fact.runtime import ArtifactError
+    try:
+        return _compile(gm, example_inputs, opts)
+    except NothingMatched as exc:
+        logger.info("fact backend: a subgraph of %d nodes runs as Dynamo gave it: %s",
+                    len(gm.graph.nodes), exc)
+        return gm.forward
+    except GpuRequired as exc:
+        return _as_is(gm, "no-gpu", f"{str(exc).splitlines()[0]}")
+    except (ExportError, FactcError, ArtifactError, Float64ReferenceError, OSError) as exc:
+        # Said once per distinct error: another subgraph's other error is said too.
+        return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}")
+
+
+def _writes(program: torch.export.ExportedProgram) -> str:
+    """The in-place ops and mutated inputs of an exported program, named ("" when none)."""
+    names = sorted({str(n.target) for n in program.graph.nodes if n.op == "call_function"
+                    and isinstance(n.target, torch._ops.OpOverload)
+                    and n.target._schema.is_mutable})
+    names += sorted({s.kind.name.lower() for s in program.graph_signature.output_specs
+                     if s.kind.name != "USER_OUTPUT"})
+    return ", ".join(names)
+
+
+class _Compiled:
+    """The callable handed back to Dynamo: the user inputs to FACT's module, its outputs as
+    the graph returned them."""
+
+    def __init__(self, module: torch.nn.Module, lifted: _Lifted, structure: type | None,
+                 policy: str) -> None:
+        """``structure``: ``tuple`` or ``list`` when the graph returns one (Dynamo's graphs
+        return a tuple), ``None`` when it returns one value. The module runs under
+        ``policy``'s setting (:func:`fact.precision.fact_precision`: the ATen ops it still
+        runs use the policy's matmul precision), as it was verified and tuned."""
+        from fact.precision import fact_precision
+        self.module, self.lifted, self.structure = module, lifted, structure
+        self.policy, self._precision = policy, fact_precision
+
+    def __call__(self, *args: Any) -> Any:
+        with self._precision(self.policy):
+            out = self.module(*self.lifted.user_inputs(args))
+        outs = list(out) if isinstance(out, tuple) else [out]
+        return self.structure(outs) if self.structure is not None else outs[0]
+
+
+def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
+             opts: BackendOptions) -> Callable[..., Any]:
+    from fact.artifact import cache_root, load_artifact
+    from fact.aten_check import check_aten_paths
+    from fact.export import export_program, graph_from_program
+    from fact.optimize import OptimizeOptions, compile_artifact, verify
+    from fact.precision import resolve_policy
+    policy = resolve_policy(opts.precision)
+    lifted = _Lifted(gm, example_inputs)
+    user = lifted.user_inputs(example_inputs)
+    program = export_program(lifted, user)
+    writes = _writes(program)
+    if writes:
+        # Checked before anything runs: verification would run the graph, and its writes,
+        # again (e.g. BatchNorm's running statistics in training mode).
+        return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
+                      f"FACT compiles graphs without side effects (inference)")
+    graph = graph_from_program(program, name="Subgraph")
+    key = _graph_key(graph, policy, opts)
+    work = os.path.join(opts.out_dir or os.path.join(opts.cache or cache_root(), "backend"), key)
+    artifact = os.path.join(work, "artifact")
+    if os.path.isfile(os.path.join(artifact, "manifest.json")):
+        logger.info("fact backend: subgraph %s: loading %s (compiled before)", key, artifact)
+    else:
+        logger.info("fact backend: subgraph %s: %d nodes, compiling into %s", key,
+                    len(graph["nodes"]), work)
+        options = OptimizeOptions(out_dir=work, jobs=opts.jobs, factc=opts.factc,
+                                  cache=opts.cache, tune_budget=opts.tune_budget,
+                                  registry=opts.registry, problem_name=f"subgraph {key}",
+                                  save_params=False, verbose=opts.verbose,
+                                  progress=opts.progress)
+        compile_artifact(lifted, user, policy, options, program=program, graph=graph,
+                         require_patterns=True)
+    module = load_artifact(artifact, lifted, factc=opts.factc)
+    # As fact.optimize does: a kernel realize could only compare with a bound of its ATen
+    # path (attention) is timed against its own ATen nodes, and disabled when slower.
+    checked = check_aten_paths(module, user, policy)
+    for pid, result in checked.items():
+        if not result.get("kept", True):
+            logger.info("fact backend: subgraph %s: %s runs its ATen nodes (%.4g ms against "
+                        "the kernel's %.4g)", key, pid, result["aten_ms"], result["kernel_ms"])
+    if opts.verify:
+        checks = verify(module, lifted, user, policy)
+        if not checks["fact"].ok:
+            return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
+                          f"float64 ({checks['fact'].reason})")
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    kernels = sum(1 for p in (module.manifest or {}).get("patterns", [])
+                  if p.get("impl") == "cutlass")
+    logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s)", key,
+                len((module.manifest or {}).get("patterns", [])), kernels)
+    returned = out_node.args[0]
+    return _Compiled(module, lifted, type(returned) if isinstance(returned, (tuple, list))
+                     else None, policy)

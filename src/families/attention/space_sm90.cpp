@@ -1,0 +1,203 @@
+#include "families/attention/space_sm90.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace fact::realize {
+
+namespace {
+
+// Rates and costs of the sm90 kernel, from its measurements on the H200 (bf16, kernel level,
+// docs/perf-notes.md v10; bench/results/logs/attention-sm90-h200-v*.json).
+//
+// WGMMA rate inside the key steps: 690 TFLOP/s over 132 SMs. Fitted so that this model
+// gives the default kernel's measured 1.671 ms on the Llama block (v10h: 658 TFLOP/s over
+// the whole problem, ~640 across v10c-v10i) through its own per-tile step and tail (63
+// tiles of 16 steps + 1 on the busiest of 132 SMs, lazy rescaling's 3 %); the sm80 kernel's
+// mma.sync measured ~220 TFLOP/s on the same block (5.0 ms).
+constexpr double kWgmmaFlops = 690e12;
+constexpr double kRefSms = 132;
+// Per-step overhead (barriers, waits, the softmax's fixed part) as a fraction of a 128-key
+// step, spread over BLOCK_N: v10b/v10c, 128x192 2-3 % faster than 128x128 with the same
+// epilogue on the Llama block (1.795 vs 1.853, 1.800 vs 1.852 ms).
+constexpr double kStepOverhead = 0.15;
+// Steps of a tile's own time spent outside the key loop. The lone first Q K^T and softmax
+// (v10h, "the per-tile bubble"); chaining removes it but makes each step 12 % slower (v10f:
+// Llama 1.675 -> 1.751 ms, minGPT 0.170 -> 0.163, HF causal 0.2495 -> 0.2545).
+constexpr double kPrologueSteps = 1.0;
+constexpr double kChainStepCost = 1.12;
+// Epilogue 0 (register stores) and 2 (through Q's tile) against epilogue 1 (v10c, Llama:
+// 1.852 and 1.823 against 1.730 ms, 17 steps per tile).
+constexpr double kEpilogue0Steps = 1.2;
+constexpr double kEpilogue2Steps = 0.9;
+// Without a persistent grid each CTA's start is exposed (v10b: 1.958 vs 1.853 ms).
+constexpr double kLaunchSteps = 1.0;
+// Lazy rescaling: 3 % faster without a tensor mask (v10e: Llama 1.723 -> 1.672, HF causal
+// 0.256 -> 0.248), 2.5 % slower with one (v10i: keep 0.183 vs 0.188, drop 0.108 vs 0.111,
+// additive 0.115 vs 0.118 ms).
+constexpr double kLazyPlain = 0.97;
+constexpr double kLazyTensorMask = 1.025;
+// Warpgroup schedules against 2 WG with pingpong: 2 WG without it (v10a: 1.959-1.983 vs
+// 1.869 ms), 1 WG at 2 CTAs per SM (v10b, minGPT: 0.230 vs 0.202), 1 WG alone (v10a: 2.684).
+constexpr double kNoPingpongRate = 0.94;
+constexpr double kOneWgTwoCtasRate = 0.88;
+constexpr double kOneWgRate = 0.70;
+// The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
+constexpr double kL2Bytes = 9.0e12;
+constexpr double kDramBytes = 3.5e12;
+
+constexpr std::size_t kTemplateSmemLimit = 232448;  // 227 KiB: the template's static_assert
+constexpr int64_t kInt32Max = 0x7fffffffLL;
+
+bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
+  const AttentionSm90Options& o = *c.sm90;
+  const bool bn_ok = c.block_n == 64 || c.block_n == 96 || c.block_n == 128 || c.block_n == 160 || c.block_n == 192;
+  return (o.consumer_wg == 1 || o.consumer_wg == 2) && c.block_m == 64 * o.consumer_wg && bn_ok && o.stages >= 1 &&
+         o.stages <= 4 && (!o.pingpong || (o.consumer_wg == 2 && o.overlap)) &&
+         (c.min_blocks == 1 || (c.min_blocks == 2 && o.consumer_wg == 1)) && o.epilogue >= 0 && o.epilogue <= 2 &&
+         (!o.chain || (o.overlap && o.persistent && o.epilogue != 2)) &&
+         (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0));
+}
+
+}  // namespace
+
+bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why) {
+  why.clear();
+  if (f.element == DType::f32 || f.math != (f.element == DType::bf16 ? "bf16" : "f16")) {
+    why = "the sm90 attention kernel takes bf16 or fp16 inputs in their own math";
+    return false;
+  }
+  for (const AttentionStrides* s : {&p.q, &p.k, &p.v, &p.o}) {
+    for (int64_t st : {s->batch, s->head, s->row}) {
+      if (st < 0 || st >= (int64_t(1) << 39)) {
+        why = fmt::format("a stride of {} elements is beyond the TMA's 2^40 bytes", st);
+        return false;
+      }
+    }
+  }
+  if (mask_has_tensor(p.mask)) {
+    for (int64_t st : {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.row}) {
+      if (st < 0 || st % 2 != 0) {
+        why = fmt::format("the mask stride {} is odd: the sm90 kernel reads two keys per load", st);
+        return false;
+      }
+    }
+  }
+  const int64_t blocks = (p.seq_q + 127) / 128;
+  if (p.seq_q > kInt32Max - 192 || p.seq_k > kInt32Max - 192 || p.batch * p.heads > kInt32Max / std::max<int64_t>(1, blocks)) {
+    why = "an index of the sm90 kernel would overflow 32 bits";
+    return false;
+  }
+  return true;
+}
+
+std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
+  const AttentionSm90Options& o = *c.sm90;
+  const std::size_t tile_q = std::size_t(c.block_m) * std::size_t(f.head_dim) * 2;
+  const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * 2;
+  const std::size_t bars = 8 * (4 + 4 * std::size_t(o.stages));
+  return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0) + bars + 1024;
+}
+
+int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu) {
+  const AttentionSm90Options& o = *c.sm90;
+  const int raw = ((gpu.registers_per_sm / c.min_blocks) / 128 - o.producer_regs) / o.consumer_wg;
+  return std::min(raw, 240) / 8 * 8;
+}
+
+bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
+  if (!c.sm90 || !valid_schedule(f, c)) return false;
+  const std::size_t smem = attention_sm90_smem_bytes(f, c);
+  const std::size_t mb = std::size_t(c.min_blocks);
+  return smem <= kTemplateSmemLimit / mb && smem <= gpu.smem_per_block &&
+         mb * (smem + gpu.smem_reserved_per_block) <= gpu.smem_per_sm && attention_sm90_consumer_registers(c, gpu) >= 160;
+}
+
+std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu) {
+  const AttentionSm90Options base{};  // 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
+  AttentionSm90Options chain = base, eager = base, eager_chain = base, wide = base, one_wg = base;
+  chain.chain = true;
+  eager.lazy_rescale = false;
+  eager_chain.lazy_rescale = false;
+  eager_chain.chain = true;
+  wide.epilogue = 2;
+  one_wg.consumer_wg = 1;
+  one_wg.pingpong = false;
+  one_wg.epilogue = 0;
+  const AttentionConfig all[] = {{128, 128, 1, base}, {128, 128, 1, chain}, {128, 128, 1, eager},
+                                 {128, 128, 1, eager_chain}, {128, 192, 1, wide}, {64, 128, 2, one_wg}};
+  std::vector<AttentionConfig> out;
+  for (const auto& c : all) {
+    if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
+  }
+  return out;
+}
+
+double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
+                                      const AttentionGpuLimits& gpu) {
+  const AttentionSm90Options& o = *c.sm90;
+  double rate = kWgmmaFlops / kRefSms;  // flop/s of one SM
+  if (o.consumer_wg == 1) rate *= c.min_blocks == 2 ? kOneWgTwoCtasRate : kOneWgRate;
+  else if (!o.pingpong) rate *= kNoPingpongRate;
+  double step_s = 4.0 * c.block_m * c.block_n * double(f.head_dim) / rate;
+  step_s *= (1.0 + kStepOverhead * 128.0 / c.block_n) / (1.0 + kStepOverhead);
+  if (o.lazy_rescale) step_s *= mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
+  if (o.chain) step_s *= kChainStepCost;
+  const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
+                             (o.epilogue == 0 ? kEpilogue0Steps : o.epilogue == 2 ? kEpilogue2Steps : 0.0);
+
+  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
+  double total_steps = 0, max_steps = 0;
+  for (int64_t qb = 0; qb < n_qb; ++qb) {
+    const int64_t keys = p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k;
+    const double steps = double((keys + c.block_n - 1) / c.block_n) + fixed_steps;
+    total_steps += steps;
+    max_steps = std::max(max_steps, steps);
+  }
+  const double heads = double(p.batch) * double(p.heads);
+  const double tiles = double(n_qb) * heads;
+  // CTAs of one SM share its rate: a tile on one of MIN_BLOCKS co-resident CTAs takes
+  // MIN_BLOCKS times its steps.
+  const double cta_step_s = step_s * c.min_blocks;
+  const double slots = double(gpu.sm_count) * c.min_blocks;
+  if (o.persistent) return std::ceil(tiles / slots) * (total_steps / double(n_qb)) * cta_step_s;
+  if (p.mask == MaskKind::causal) return std::max(total_steps * heads / slots, max_steps) * cta_step_s;
+  return std::ceil(tiles / slots) * max_steps * cta_step_s;
+}
+
+double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
+                                       const AttentionGpuLimits& gpu) {
+  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
+  double kv_rows = 0;
+  for (int64_t qb = 0; qb < n_qb; ++qb) {
+    kv_rows += double(p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k);
+  }
+  const double heads = double(p.batch) * double(p.heads);
+  const double compute = attention_sm90_compute_seconds(f, c, p, gpu);
+  const double elem = double(dtype_bytes(p.dtype));
+  const double kv_reads = kv_rows * heads * 2.0 * f.head_dim * elem;
+  const double unique = (2.0 * heads * double(p.seq_q) + 2.0 * double(p.batch) * double(p.kv_heads) * double(p.seq_k)) *
+                        f.head_dim * elem;
+  return std::max({compute, kv_reads / kL2Bytes, unique / kDramBytes});
+}
+
+std::string attention_sm90_kernel_name(const AttentionFamily& f, const AttentionConfig& c) {
+  const AttentionSm90Options& o = *c.sm90;
+  std::string s = fmt::format("fact_attn_sm90_{}_d{}_{}_{}x{}_s{}_wg{}", attention_io_token(f.element), f.head_dim,
+                              attention_mask_token(f.mask), c.block_m, c.block_n, o.stages, o.consumer_wg);
+  if (o.overlap) s += "_ov";
+  if (o.pingpong) s += "_pp";
+  s += fmt::format("_mb{}", c.min_blocks);
+  if (o.persistent) s += "_persist";
+  if (o.epilogue != 0) s += fmt::format("_e{}", o.epilogue);
+  if (o.l2hint) s += "_l2";
+  if (o.lazy_rescale) s += "_lazy";
+  if (o.chain) s += "_chain";
+  if (o.cluster == 2) s += "_c2";
+  if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
+  return s;
+}
+
+}  // namespace fact::realize

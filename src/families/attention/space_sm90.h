@@ -1,0 +1,80 @@
+// The sm90 member of the attention family (templates/attention_sm90.cu.in: WGMMA + TMA,
+// a producer warpgroup and one or two consumer warpgroups, FlashAttention-3's schedule):
+// when it applies, its configurations, their shared memory and registers as the template
+// computes them, its cost model and its kernel names. space.h merges it with the sm80
+// member; docs/04-realization.md ("Attention") describes both.
+//
+// Names (bench/attention_check.py's Sm90.name, which measured the kernels under them):
+//   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
+//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_r<producer regs>]
+// io: bf16 | f16 (the math is the element's own); _e only for epilogue 1 or 2, _c2 for
+// clusters of two, _r only when the producer keeps other than 24 registers. E.g.
+//   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "families/attention/space.h"
+
+namespace fact::realize {
+
+/// True when the sm90 member can implement `p` under family `f`: bf16 or fp16 elements with
+/// the math of their own dtype (the template's ELEMENT; fp32 inputs under any policy are
+/// sm80 only), every Q/K/V/O stride below 2^39 elements (the TMA's 2^40-byte limit; the
+/// multiples of 16 bytes are attention_family's check already), a mask tensor's strides
+/// even (two keys per load), and batch x heads x query blocks of 128 rows, seq_q and seq_k
+/// within 32 bits (the template's can_implement, FACT_ATTN_ERR_RANGE). Sets `why` otherwise.
+bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why);
+
+/// Dynamic shared memory of one CTA in bytes, as the template's kSmemBytes: (1 + CHAIN) Q
+/// tiles of BLOCK_M x D, 2 x STAGES K/V tiles of BLOCK_N x D, an O tile of BLOCK_M x D with
+/// EPILOGUE 1 (2-byte elements), 8 x (4 + 4 x STAGES) bytes of mbarriers and 1 KiB of
+/// alignment slack.
+std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
+
+/// Registers per consumer thread after setmaxnreg, as the template's kRegsConsumer:
+/// ((registers_per_sm / MIN_BLOCKS) / 128 - PRODUCER_REGS) / CONSUMER_WG, at most 240, a
+/// multiple of 8 (the template asserts >= 160).
+int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu);
+
+/// True when `c` is a valid sm90 configuration (the template's static_asserts: BLOCK_M =
+/// 64 x WG, BLOCK_N in {64, 96, 128, 160, 192}, pingpong with 2 WG and overlap, MIN_BLOCKS 2
+/// only with 1 WG, chain with overlap + persistent + epilogue != 2, clusters of 2 without a
+/// mask or chain) that fits: shared memory <= 232448 / MIN_BLOCKS bytes (227 KiB, the
+/// template's assert) and <= smem_per_block, MIN_BLOCKS x (smem + reserved) <= smem_per_sm,
+/// and at least 160 consumer registers.
+bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
+
+/// The sm90 configurations tried, made of options docs/perf-notes.md v10a-v10i measured on
+/// the H200 (not measured as such: chaining without lazy rescaling, and 128x192 and one WG
+/// with lazy rescaling):
+/// the default 128x128, 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
+/// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
+/// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
+/// (epilogue 0). Those that do not fit (attention_sm90_config_fits) are left out, unranked.
+std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
+
+/// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).
+/// A CTA's tile of BLOCK_M query rows takes one step of BLOCK_M x BLOCK_N x D x 4 flops per
+/// key block it sees (causal: keys up to its last row), plus per tile one step for the lone
+/// first Q K^T and softmax (none with chaining), 1.2 steps for epilogue 0 and 0.9 for
+/// epilogue 2 (0 for epilogue 1), and one more without a persistent grid. A step runs at
+/// 690 TFLOP/s over 132 SMs scaled to gpu.sm_count, times a per-step overhead of 15 % of a
+/// 128-key step spread over BLOCK_N; see space_sm90.cpp for each factor's measurement.
+/// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA; otherwise
+/// waves of the longest tile (causal: the larger of the balanced total and the longest).
+/// Never below the sm80 model's memory terms (K/V reads at 9 TB/s, one DRAM pass at 3.5 TB/s).
+double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
+                                       const AttentionGpuLimits& gpu);
+
+/// The compute part of attention_sm90_estimate_seconds (the tiles on the busiest CTA, no
+/// memory terms): the sm90 ranking's tie-break, since a memory-bound problem (minGPT's core)
+/// ties every configuration at its memory terms.
+double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
+                                      const AttentionGpuLimits& gpu);
+
+/// The procedural name of an sm90 configuration (header comment). `c.sm90` must be set.
+std::string attention_sm90_kernel_name(const AttentionFamily& f, const AttentionConfig& c);
+
+}  // namespace fact::realize

@@ -1,0 +1,210 @@
+// The sm90 member of the attention space: when it applies (bf16/fp16 inputs, an sm_90 GPU
+// or none), its configurations pruned by shared memory and registers as the template
+// computes them, its ranking next to the sm80 member on the three problems it was measured
+// on (docs/perf-notes.md v10), the budget, and its names (bench/attention_check.py's).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "families/attention/realize.h"
+#include "families/attention/space_sm90.h"
+
+using namespace fact::realize;
+using fact::Precision;
+
+namespace {
+
+// Q, K, V [B, T, H, D] transposed to [B, H, T, D] (Llama's projections); O merged [B, T, H, D].
+AttentionProblem bthd(DType dtype, int64_t b, int64_t h, int64_t kv, int64_t t, int64_t d, MaskKind mask) {
+  AttentionProblem p;
+  p.batch = b; p.heads = h; p.kv_heads = kv; p.seq_q = p.seq_k = t; p.head_dim = d;
+  p.dtype = dtype;
+  p.scale = 1.0 / 11.3137;
+  p.mask = mask;
+  p.q = p.o = {t * h * d, d, h * d};
+  p.k = p.v = {t * kv * d, d, kv * d};
+  p.output_layout = "bthd";
+  return p;
+}
+
+AttentionProblem llama_block(DType dt = DType::bf16) { return bthd(dt, 16, 32, 8, 2048, 128, MaskKind::none); }
+AttentionProblem hf_causal(DType dt = DType::bf16) { return bthd(dt, 4, 32, 8, 2048, 128, MaskKind::causal); }
+AttentionProblem mingpt(DType dt = DType::bf16) {  // q/k/v views of [B, T, 3C], O merged [B, T, C]
+  AttentionProblem p = bthd(dt, 128, 8, 8, 512, 96, MaskKind::causal);
+  p.q = p.k = p.v = {512 * 3 * 768, 96, 3 * 768};
+  p.o = {512 * 768, 96, 768};
+  return p;
+}
+
+AttentionFamily family_of(const AttentionProblem& p, Precision policy = Precision::tf32) {
+  std::string why;
+  const auto f = attention_family(p, policy, why);
+  EXPECT_TRUE(f) << why;
+  return *f;
+}
+
+std::vector<std::string> ranked_names(const AttentionProblem& p, int budget = 0, AttentionGpuLimits gpu = {}) {
+  const AttentionFamily f = family_of(p);
+  std::vector<std::string> out;
+  for (const auto& c : attention_tuning_space(f, p, gpu, budget)) out.push_back(attention_kernel_name(f, c));
+  return out;
+}
+
+}  // namespace
+
+AttentionConfig sm90(int bm, int bn, int mb, AttentionSm90Options o = {}) { return {bm, bn, mb, o}; }
+
+TEST(AttentionSm90, AppliesToBf16AndFp16InputsOnAnSm90) {
+  std::string why;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    for (Precision pol : {Precision::tf32, Precision::fp32, Precision::bf16}) {
+      const AttentionProblem p = hf_causal(dt);
+      EXPECT_TRUE(attention_sm90_applies(family_of(p, pol), p, why)) << why;
+    }
+  }
+  for (Precision pol : {Precision::tf32, Precision::fp32, Precision::bf16}) {  // fp32 inputs: sm80 only
+    const AttentionProblem p = hf_causal(DType::f32);
+    EXPECT_FALSE(attention_sm90_applies(family_of(p, pol), p, why));
+    EXPECT_NE(why.find("bf16 or fp16 inputs"), std::string::npos) << why;
+    for (const auto& n : ranked_names(p)) EXPECT_EQ(n.rfind("fact_attn_sm80_", 0), 0u) << n;
+  }
+  // A keep mask with an odd row stride (uint8 elements), a stride at 2^39.
+  AttentionProblem keep = bthd(DType::bf16, 2, 8, 8, 255, 64, MaskKind::keep);
+  keep.mask_strides = {256 * 255, 0, 255};
+  EXPECT_FALSE(attention_sm90_applies(family_of(keep), keep, why));
+  EXPECT_NE(why.find("mask stride 255 is odd"), std::string::npos) << why;
+  keep.mask_strides = {256 * 255, 0, 256};
+  EXPECT_TRUE(attention_sm90_applies(family_of(keep), keep, why)) << why;
+  AttentionProblem far = hf_causal();
+  far.q.batch = int64_t(1) << 39;
+  EXPECT_FALSE(attention_sm90_applies(family_of(far), far, why));
+  // The GPU: cc 9.0 or none (an H200 assumed) takes the member; cc 8.0 and 10.0 do not.
+  EXPECT_TRUE(attention_limits(std::nullopt).sm90);
+  GpuInfo g;
+  g.cc_major = 9;
+  EXPECT_TRUE(attention_limits(g).sm90);
+  g.cc_major = 8;
+  EXPECT_FALSE(attention_limits(g).sm90);
+  g.cc_major = 10;
+  EXPECT_FALSE(attention_limits(g).sm90);
+  AttentionGpuLimits a100;
+  a100.sm90 = false;
+  for (const auto& n : ranked_names(hf_causal(), 0, a100)) EXPECT_EQ(n.rfind("fact_attn_sm80_", 0), 0u) << n;
+}
+
+TEST(AttentionSm90, SharedMemoryAndRegistersAsTheTemplateComputesThem) {
+  const AttentionFamily d128{"bf16", DType::bf16, 128, MaskKind::causal};
+  AttentionSm90Options chain, wide, one;
+  chain.chain = true;
+  wide.epilogue = 2;
+  one.consumer_wg = 1;
+  one.pingpong = false;
+  one.epilogue = 0;
+  // Q 32 KiB, K/V 2 x 2 x 32 KiB, O 32 KiB, 96 B of barriers, 1 KiB of slack.
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1)), 32768u + 131072 + 32768 + 96 + 1024);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, chain)), 65536u + 131072 + 32768 + 1120);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 192, 1, wide)), 32768u + 196608 + 1120);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(64, 128, 2, one)), 16384u + 131072 + 1120);
+  const AttentionGpuLimits h200;
+  EXPECT_TRUE(attention_sm90_config_fits(d128, sm90(128, 128, 1, chain), h200));  // 230496 <= 232448
+  EXPECT_TRUE(attention_sm90_config_fits(d128, sm90(128, 192, 1, wide), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d128, sm90(128, 192, 1), h200));       // epilogue 1: 263264
+  EXPECT_FALSE(attention_sm90_config_fits(d128, sm90(64, 128, 2, one), h200));    // 148576 > 232448 / 2
+  const AttentionFamily d96{"bf16", DType::bf16, 96, MaskKind::causal};
+  EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(64, 128, 2, one), h200));      // 111712, two per SM
+  // Registers: ((65536 / MIN_BLOCKS) / 128 - producer) / WG, at most 240, >= 160.
+  EXPECT_EQ(attention_sm90_consumer_registers(sm90(128, 128, 1), h200), 240);
+  EXPECT_EQ(attention_sm90_consumer_registers(sm90(64, 128, 2, one), h200), 232);
+  AttentionSm90Options greedy = one;
+  greedy.producer_regs = 120;
+  EXPECT_EQ(attention_sm90_consumer_registers(sm90(64, 128, 2, greedy), h200), 136);
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(64, 128, 2, greedy), h200));
+  // The template's static_asserts.
+  AttentionSm90Options bad = chain;
+  bad.epilogue = 2;  // chain needs epilogue 0 or 1
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, bad), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 2), h200));  // 2 CTAs need 1 WG
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(64, 128, 1), h200));   // BLOCK_M = 64 x WG
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 32, 1), h200));
+  AttentionSm90Options c2;
+  c2.cluster = 2;
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, c2), h200));  // causal: no clusters
+  // The space: 5 configurations at head dim 128 (no one-WG one), 6 at 96 and 64.
+  EXPECT_EQ(attention_sm90_space(d128, h200).size(), 5u);
+  EXPECT_EQ(attention_sm90_space(d96, h200).size(), 6u);
+  EXPECT_EQ(attention_sm90_space({"f16", DType::f16, 64, MaskKind::none}, h200).size(), 6u);
+  EXPECT_EQ(ranked_names(llama_block()).size(), 12u + 5);
+  EXPECT_EQ(ranked_names(mingpt()).size(), 12u + 6);
+}
+
+TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
+  const std::string p = "fact_attn_sm90_bf16_";
+  const std::string pp = "_s2_wg2_ov_pp_mb1_persist";
+  // The Llama block: the default, then the best sm80, then the rest of both by estimate.
+  const auto llama = ranked_names(llama_block());
+  const std::vector<std::string> llama_sm90{p + "d128_nomask_128x128" + pp + "_e1_lazy", p + "d128_nomask_128x128" + pp + "_e1",
+                                            p + "d128_nomask_128x128" + pp + "_e1_lazy_chain",
+                                            p + "d128_nomask_128x128" + pp + "_e1_chain", p + "d128_nomask_128x192" + pp + "_e2_lazy"};
+  EXPECT_EQ(llama[0], llama_sm90[0]);
+  EXPECT_EQ(llama[1].rfind("fact_attn_sm80_bf16_bf16_d128_nomask_", 0), 0u) << llama[1];
+  EXPECT_EQ(std::vector<std::string>(llama.begin() + 2, llama.begin() + 6),
+            std::vector<std::string>(llama_sm90.begin() + 1, llama_sm90.end()));
+  // HF Llama causal: the default, then chaining (2 % slower measured, v10f).
+  const auto hf = ranked_names(hf_causal());
+  EXPECT_EQ(hf[0], p + "d128_causal_128x128" + pp + "_e1_lazy");
+  EXPECT_EQ(hf[2], p + "d128_causal_128x128" + pp + "_e1_lazy_chain");
+  EXPECT_EQ(hf[3], p + "d128_causal_128x128" + pp + "_e1");
+  // minGPT (1-4 key blocks per tile): chaining first.
+  const auto gpt = ranked_names(mingpt());
+  EXPECT_EQ(gpt[0], p + "d96_causal_128x128" + pp + "_e1_lazy_chain");
+  EXPECT_EQ(gpt[1].rfind("fact_attn_sm80_bf16_bf16_d96_causal_", 0), 0u) << gpt[1];
+  EXPECT_EQ(gpt[2], p + "d96_causal_128x128" + pp + "_e1_chain");
+  EXPECT_EQ(gpt[3], p + "d96_causal_128x128" + pp + "_e1_lazy");
+  // Keep and drop masks: without lazy rescaling first (v10i).
+  AttentionProblem keep = bthd(DType::bf16, 2, 32, 8, 1024, 128, MaskKind::keep);
+  keep.mask_strides = {1024 * 1024, 0, 1024};
+  EXPECT_EQ(ranked_names(keep)[0].find("_lazy"), std::string::npos) << ranked_names(keep)[0];
+  // A budget keeps the first N: 2 builds the sm90 default and the best sm80 kernel.
+  EXPECT_EQ(ranked_names(llama_block(), 2), std::vector<std::string>(llama.begin(), llama.begin() + 2));
+  EXPECT_EQ(ranked_names(mingpt(), 4), std::vector<std::string>(gpt.begin(), gpt.begin() + 4));
+  // The estimate of the default is the measured time within 10 % on the compute-bound shapes
+  // (1.671 and 0.249 ms, perf-notes v10h); the sm80 member's best ranks behind.
+  const AttentionFamily f = family_of(llama_block());
+  const double s90 = attention_estimate_seconds(f, sm90(128, 128, 1), llama_block(), {});
+  EXPECT_NEAR(s90, 1.671e-3, 0.17e-3);
+  const AttentionFamily fh = family_of(hf_causal());
+  EXPECT_NEAR(attention_estimate_seconds(fh, sm90(128, 128, 1), hf_causal(), {}), 0.249e-3, 0.025e-3);
+  EXPECT_LT(s90, attention_estimate_seconds(f, {128, 64, 1}, llama_block(), {}));
+}
+
+TEST(AttentionSm90, NamesSpellEveryParameter) {
+  const AttentionFamily f{"bf16", DType::bf16, 128, MaskKind::causal};
+  // The harness's names (bench/attention_check.py Sm90.name; bench/results/attention-kernels-h200).
+  EXPECT_EQ(attention_kernel_name(f, sm90(128, 128, 1)), "fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy");
+  AttentionSm90Options o;
+  o.chain = true;
+  EXPECT_EQ(attention_sm90_kernel_name({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 128, 1, o)),
+            "fact_attn_sm90_bf16_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy_chain");
+  AttentionSm90Options all;
+  all.stages = 3;
+  all.persistent = false;
+  all.epilogue = 0;
+  all.l2hint = true;
+  all.lazy_rescale = false;
+  all.cluster = 2;
+  all.producer_regs = 40;
+  EXPECT_EQ(attention_kernel_name({"f16", DType::f16, 64, MaskKind::none}, sm90(128, 160, 1, all)),
+            "fact_attn_sm90_f16_d64_nomask_128x160_s3_wg2_ov_pp_mb1_l2_c2_r40");
+  AttentionSm90Options one;
+  one.consumer_wg = 1;
+  one.pingpong = false;
+  one.overlap = false;
+  one.epilogue = 2;
+  EXPECT_EQ(attention_kernel_name({"bf16", DType::bf16, 64, MaskKind::drop}, sm90(64, 96, 2, one)),
+            "fact_attn_sm90_bf16_d64_drop_64x96_s2_wg1_mb2_persist_e2_lazy");
+  EXPECT_TRUE(is_attention_kernel_name(attention_kernel_name(f, sm90(128, 128, 1))));
+  // The sm80 names are unchanged.
+  EXPECT_EQ(attention_kernel_name(f, {128, 64, 1}), "fact_attn_sm80_bf16_bf16_d128_causal_128x64_mb1");
+}
