@@ -5,7 +5,9 @@ Each kernel in ``libfact_kernels.so`` exports ``<symbol>_can_implement``,
 the arguments structure of its family's ABI (:attr:`fact.families.Family.args_type`; the
 manifest entry's ``"abi"`` names the family, :func:`fact.families.family_of`). A pattern
 with ``impl: "cutlass"`` is called through the ``torch.library`` custom op
-``fact::<pattern id>`` whose schema is ``(Tensor[] inputs, int handle) -> Tensor``:
+``fact::<pattern id>`` whose schema is ``(Tensor[] inputs, int handle) -> Tensor`` (``->
+Tensor[]``, the output then the extra outputs, for a pattern whose manifest entry lists
+``"extra_outputs"``):
 ``inputs`` are the pattern's external tensor values (in :attr:`KernelBinding.input_names`
 order: the family's operand roles first) and ``handle`` selects the :class:`KernelBinding`
 (so two artifacts that both have a pattern ``p0`` coexist in one process).
@@ -16,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -24,7 +26,7 @@ from fact.export import DTYPE_NAMES
 from fact.families import Family
 
 __all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "register_binding", "fact_op",
-           "DTYPE_BY_NAME"]
+           "fact_multi_op", "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -92,7 +94,11 @@ class KernelBinding:
         input_names: external tensor values of the pattern, the custom op's ``inputs``.
         expected: value name -> graph ``type`` (dtype/shape/strides) the plan assumed.
         out_type: graph ``type`` of the pattern output (shape and dtype of the result).
-        fallback: runs the pattern's ATen nodes on ``inputs`` (same order) -> output.
+        fallback: runs the pattern's ATen nodes on ``inputs`` (same order) -> output (a
+            list: the output, then the extra outputs, when there are extra outputs).
+        extra_outputs: role -> graph value the kernel writes besides the output (the
+            manifest entry's ``"extra_outputs"``; empty for most patterns).
+        extra_types: role -> graph ``type`` of each extra output.
         device_type: where the kernel's operands live (``"cuda"``; tests of the ABI use a
             host-memory library and ``"cpu"``).
         fallbacks: how many calls ran ``fallback`` instead of the kernel.
@@ -107,7 +113,7 @@ class KernelBinding:
     def __init__(self, pattern: dict, functions: KernelFunctions | None,
                  input_names: Sequence[str], expected: dict[str, dict],
                  out_type: dict, fallback: Callable[[Sequence[torch.Tensor]], torch.Tensor],
-                 family: Family) -> None:
+                 family: Family, extra_types: dict[str, dict] | None = None) -> None:
         """Raises ValueError: the family cannot call the pattern (e.g. a fused tail input
         the GEMM ABI cannot place)."""
         self.pattern = pattern
@@ -117,6 +123,8 @@ class KernelBinding:
         self.expected = expected
         self.out_type = out_type
         self.fallback = fallback
+        self.extra_outputs: dict[str, str] = dict(pattern.get("extra_outputs") or {})
+        self.extra_types: dict[str, dict] = dict(extra_types or {})
         self.device_type = "cuda"
         self.fallbacks = 0
         self.fallback_reasons: dict[str, int] = {}
@@ -162,11 +170,12 @@ class KernelBinding:
         return self.call.args(inputs, out)
 
     # ------------------------------------------------------------------- call
-    def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor | list[torch.Tensor]:
         """Run the kernel on ``inputs`` (or the ATen fallback, counted with its reason).
 
         Returns:
-            A new contiguous tensor of the pattern output's graph shape and dtype.
+            A new contiguous tensor of the pattern output's graph shape and dtype; with
+            extra outputs, a list: that tensor, then one per extra output (role order).
 
         Raises:
             RuntimeError: the kernel's ``run`` returned nonzero (names kernel, code and its
@@ -186,21 +195,26 @@ class KernelBinding:
         self.fallbacks += 1
         self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
         self.last_fallback_reason = reason
-        out = self.fallback(inputs)
-        # A custom op's output may not alias its inputs.
-        storage = out.untyped_storage().data_ptr()
-        if any(t.untyped_storage().data_ptr() == storage for t in inputs):
-            out = out.clone()
-        return out
+        result = self.fallback(inputs)
+        outs = list(result) if self.extra_outputs else [result]
+        # A custom op's output may not alias its inputs, nor another output.
+        seen = {t.untyped_storage().data_ptr() for t in inputs}
+        for i, o in enumerate(outs):
+            if o.untyped_storage().data_ptr() in seen:
+                outs[i] = o = o.clone()
+            seen.add(o.untyped_storage().data_ptr())
+        return outs if self.extra_outputs else outs[0]
 
-    def _launch(self, inputs: Sequence[torch.Tensor]) -> tuple[torch.Tensor | None, str]:
+    def _launch(self, inputs: Sequence[torch.Tensor]) -> tuple[Any, str]:
         """Runs the kernel on ``inputs`` (on the current device): the output and "", or
         None and the reason ``can_implement`` refused them. Raises RuntimeError as
         :meth:`__call__` does."""
         device = inputs[0].device
         out = torch.empty(self.out_type["shape"],
                           dtype=DTYPE_BY_NAME[self.out_type["dtype"]], device=device)
-        args = self.args(inputs, out)
+        extra = {role: torch.empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]], device=device)
+                 for role, t in self.extra_types.items()}
+        args = self.call.args_extra(inputs, out, extra) if extra else self.args(inputs, out)
         fns = self.functions
         assert fns is not None
         key = bytes(args)
@@ -223,7 +237,7 @@ class KernelBinding:
             raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
                                f"{self.pattern['id']}) failed with code {code}"
                                + (f" ({meaning})" if meaning else ""))
-        return out, ""
+        return ([out, *extra.values()] if extra else out), ""
 
 
 # ------------------------------------------------------------ custom op registry
@@ -263,4 +277,32 @@ def fact_op(pattern_id: str) -> Callable:
             return inputs[0].new_empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]])
 
         _ops[pattern_id] = _op
+        return _op
+
+
+_multi_ops: dict[str, Callable] = {}
+
+
+def fact_multi_op(pattern_id: str) -> Callable:
+    """The custom op ``fact::<pattern_id>_multi`` of a pattern with extra outputs, defined on
+    first use: ``(Tensor[] inputs, int handle) -> Tensor[]`` (the output, then the extra
+    outputs in :attr:`KernelBinding.extra_outputs` order); its fake implementation returns
+    empty tensors of their graph shapes and dtypes."""
+    if not pattern_id.isidentifier():
+        raise ValueError(f"pattern id {pattern_id!r} is not a valid op name")
+    with _lock:
+        if pattern_id in _multi_ops:
+            return _multi_ops[pattern_id]
+
+        @torch.library.custom_op(f"fact::{pattern_id}_multi", mutates_args=())
+        def _op(inputs: list[torch.Tensor], handle: int) -> list[torch.Tensor]:
+            return _bindings[handle](inputs)
+
+        @_op.register_fake
+        def _fake(inputs: list[torch.Tensor], handle: int) -> list[torch.Tensor]:
+            b = _bindings[handle]
+            types = [b.out_type, *b.extra_types.values()]
+            return [inputs[0].new_empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]]) for t in types]
+
+        _multi_ops[pattern_id] = _op
         return _op

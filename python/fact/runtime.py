@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from fact.families import family_of
-from fact.kernels import KernelBinding, KernelLibrary, fact_op, register_binding
+from fact.kernels import KernelBinding, KernelLibrary, fact_multi_op, fact_op, register_binding
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
            "resolve_op", "PARAMS_FILE"]
@@ -137,12 +137,19 @@ class _KernelNode:
     def __init__(self, binding: KernelBinding, handle: int) -> None:
         self.binding = binding
         self.handle = handle
-        self.op = fact_op(binding.pattern["id"])
+        self.extra = list(binding.extra_outputs.values())  # values the kernel also writes
+        self.op = (fact_multi_op if self.extra else fact_op)(binding.pattern["id"])
         self.output = binding.pattern["output"]
 
     def run(self, env: dict[str, Any]) -> None:
         inputs = [env[n] for n in self.binding.input_names]
-        env[self.output] = self.op(inputs, self.handle)
+        result = self.op(inputs, self.handle)
+        if not self.extra:
+            env[self.output] = result
+            return
+        env[self.output] = result[0]
+        for name, value in zip(self.extra, result[1:]):
+            env[name] = value
 
 
 def _read_json(path: str, fmt: str) -> dict:
@@ -272,11 +279,12 @@ class FactModule(torch.nn.Module):
             kernel_at[out_node.name] = _KernelNode(binding, register_binding(binding))
             self.bindings[pat["id"]] = binding
             member_names = {m.name for m in members}
+            written = set((pat.get("extra_outputs") or {}).values())  # by the kernel too
             for m in members:
                 if m is out_node:
                     continue
-                used_outside = any(o in graph_outputs or
-                                   consumers.get(o, set()) - member_names
+                used_outside = any(o not in written and
+                                   (o in graph_outputs or consumers.get(o, set()) - member_names)
                                    for o in m.outputs)
                 if not used_outside:
                     skipped.add(m.name)
@@ -310,21 +318,28 @@ class FactModule(torch.nn.Module):
                 if r not in produced and r not in input_names:
                     input_names.append(r)
         output = pat["output"]
+        extra = dict(pat.get("extra_outputs") or {})  # role -> value the kernel also writes
 
-        def fallback(inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+        def fallback(inputs: Sequence[torch.Tensor]) -> Any:
             env: dict[str, Any] = dict(zip(input_names, inputs))
             for m in members:
                 m.run(env)
-            return env[output]
+            return [env[output], *(env[v] for v in extra.values())] if extra else env[output]
 
         out_type = types.get(output)
         if out_type is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
+        extra_types: dict[str, dict] = {}
+        for role, value in extra.items():
+            if value not in produced or types.get(value) is None:
+                raise ArtifactError(f"pattern {pat['id']}: extra output {role} = {value} is not "
+                                    f"a tensor its nodes produce")
+            extra_types[role] = types[value]
         expected = {n: types[n] for n in input_names if types.get(n) is not None}
         functions = library.kernel(pat["symbol"], family.args_type)
         try:  # the family's call is made with the binding (e.g. a fused tail's inputs placed)
             return KernelBinding(pat, functions, input_names, expected, out_type, fallback,
-                                 family)
+                                 family, extra_types)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 

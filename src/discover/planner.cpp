@@ -10,13 +10,17 @@
 namespace fact::discover {
 namespace {
 
-// Bytes the ATen path moves for `nodes`: each node reads its tensor arguments (each
+// Bytes the ATen path moves for `nodes` (node names: a node with no output or a tuple of
+// them is named apart from its values): each node reads its tensor arguments (each
 // distinct value once) and writes its outputs.
 int64_t unfused_bytes(const graph::GraphIndex& g, const std::vector<std::string>& nodes) {
+  std::map<std::string_view, const graph::Node*> by_name;
+  for (const auto& n : g.graph().nodes) by_name.emplace(n.name, &n);
   int64_t bytes = 0;
   for (const auto& name : nodes) {
-    const graph::Node* n = g.contains(name) ? g.producer(name) : nullptr;  // an assertion has no value
-    if (!n) continue;
+    auto it = by_name.find(name);
+    if (it == by_name.end() || it->second->outputs.empty()) continue;  // an assertion reads nothing it keeps
+    const graph::Node* n = it->second;
     std::set<std::string> read;
     auto add = [&](const std::string& v) {
       if (read.insert(v).second) bytes += tensor_bytes(g.type(v));

@@ -21,4 +21,14 @@ std::string fill_placeholders(std::string text, const std::map<std::string, std:
   return text;
 }
 
+const char* cuda_element_name(DType d) {
+  switch (d) {
+    case DType::f32: return "float";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::f16: return "__half";
+    default: break;  // no kernel computes in another dtype
+  }
+  return "?";
+}
+
 }  // namespace fact::realize

@@ -5,10 +5,16 @@
 // <symbol>_run(const Args*, void* workspace, size_t bytes, void* stream) -> int, 0 = success.
 #pragma once
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "engine/build.h"
 #include "engine/device_buffer.h"
 #include "engine/harness.h"
 #include "engine/kernel_library.h"
@@ -73,5 +79,26 @@ class LibraryCandidate final : public Candidate<Args> {
   Run run_;
   DeviceBuffer workspace_;
 };
+
+/// Appends to `runnable` every kernel of `kernels` that built (`built`, by name), loaded with
+/// `load(name, library, symbol)` (the build's symbol, else the name); a kernel that failed to
+/// build or whose load threw goes to `failures` as a quarantined realized.json candidate
+/// {"kernel", "impl": "cutlass", "status": "quarantined", "reason", "key"}.
+template <class Cand, class Load>
+void load_built_kernels(const std::vector<std::string>& kernels, const std::map<std::string, BuildResult>& built,
+                        Load&& load, std::vector<std::unique_ptr<Cand>>& runnable, nlohmann::json& failures) {
+  for (const auto& name : kernels) {
+    const BuildResult& b = built.at(name);
+    std::string why = b.ok ? "" : b.reason;
+    if (b.ok) {
+      try {
+        runnable.push_back(load(name, b.library.string(), b.symbol.empty() ? name : b.symbol));
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
+    if (!why.empty()) failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", why}, {"key", b.key}});
+  }
+}
 
 }  // namespace fact::realize

@@ -124,6 +124,17 @@ class Family {
   virtual std::string vendor_text(const nlohmann::json& m) const = 0;
 };
 
+/// The winner of a family whose vendor candidate is a timed lower bound of the ATen path
+/// (attention, norm): the fastest verified FACT kernel ("ok", impl not "vendor"), else the
+/// bound when it was timed ("ok"), else null.
+const CandidateOutcome* fastest_kernel_else_bound(const std::vector<CandidateOutcome>& outcomes);
+
+/// compose_winner's common end for a family whose kernels take no fused tail: throws
+/// fact::Error when realized.json `r` fused one into pattern `id` or the winner `w` has no
+/// object file to link; sets m["symbol"] (w's symbol, else its kernel name).
+void compose_tailless_winner(std::string_view family, const std::string& id, const nlohmann::json& r,
+                             const nlohmann::json& w, nlohmann::json& m);
+
 /// Every family FACT ships, in the order of family_list.cpp (the order their rules run and
 /// their report sections appear). Throws fact::Error at first use on a duplicate name.
 const std::vector<const Family*>& families();

@@ -11,10 +11,11 @@ namespace fact::families {
 
 const Family& gemm();       // src/families/gemm/family.cpp: CUTLASS sm90 GEMMs with fused epilogue trees
 const Family& attention();  // src/families/attention/family.cpp: FACT's fused attention kernels
+const Family& norm();       // src/families/norm/family.cpp: LayerNorm / RMSNorm rows, with the residual add
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> list = [] {
-    std::vector<const Family*> l{&gemm(), &attention()};
+    std::vector<const Family*> l{&gemm(), &attention(), &norm()};
     std::set<std::string_view> names;
     for (const Family* f : l) {
       if (!names.insert(f->name()).second) throw Error("kernel family " + std::string(f->name()) + " listed twice");
@@ -50,6 +51,29 @@ const CandidateOutcome* PatternRealization::winner(const std::vector<CandidateOu
   for (const auto& o : outcomes)
     if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) best = &o;
   return best;
+}
+
+const CandidateOutcome* fastest_kernel_else_bound(const std::vector<CandidateOutcome>& outcomes) {
+  const CandidateOutcome* best = nullptr;
+  const CandidateOutcome* bound = nullptr;
+  for (const auto& o : outcomes) {
+    if (o.impl == "vendor") {
+      if (o.status == "ok") bound = &o;
+    } else if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) {
+      best = &o;
+    }
+  }
+  return best ? best : bound;
+}
+
+void compose_tailless_winner(std::string_view family, const std::string& id, const nlohmann::json& r,
+                             const nlohmann::json& w, nlohmann::json& m) {
+  if (r.value("fused", false)) {
+    throw Error("realized.json fused a tail into " + std::string(family) + " pattern " + id + ": " +
+                std::string(family) + " kernels have none");
+  }
+  if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
+  m["symbol"] = w.contains("symbol") ? w.at("symbol") : w.at("kernel");
 }
 
 }  // namespace fact::families

@@ -1,5 +1,6 @@
 """examples/blocks/: each block at its CI size exports, runs like its eager self, and is
-discovered by the real engine with every Linear inside a GEMM pattern."""
+discovered by the real engine with every Linear inside a GEMM pattern and every norm (with
+the residual add feeding it) inside a norm pattern."""
 
 from __future__ import annotations
 
@@ -61,3 +62,29 @@ def test_each_block_is_discovered_with_every_linear_in_a_gemm(name, repo_root, f
     expected = {"L3-44_minigpt_block": 4, "llama3_8b_block": 7, "bert_encoder_layer": 6}[name]
     assert len(linears) == expected
     assert linears <= in_gemm, sorted(linears - in_gemm)
+    _check_norms(name, graph, plan)
+
+
+def _check_norms(name: str, graph: dict, plan: dict) -> None:
+    """minGPT: both LayerNorms, ln_2 with the residual add before it (its sum read after);
+    BERT: both post-norm LayerNorms with their adds (sums not read after); Llama: both
+    RMSNorms written out, ffn_norm with the residual add (its sum read after)."""
+    norms = [p for p in plan["patterns"] if p["rule"] == "norm"]
+    in_norm = {n for p in norms for n in p["nodes"]}
+    by_op: dict[str, list[str]] = {}
+    for n in graph["nodes"]:
+        by_op.setdefault(n["op"], []).append(n["name"])
+    assert len(norms) == 2, [p["nodes"] for p in norms]
+    if name == "llama3_8b_block":
+        written = set(by_op["aten.rsqrt.default"] + by_op["aten.pow.Tensor_Scalar"] + by_op["aten.mean.dim"])
+        assert written <= in_norm, sorted(written - in_norm)
+        assert {p["problem"]["norm"] for p in norms} == {"rms"}
+    else:
+        assert set(by_op["aten.layer_norm.default"]) <= in_norm
+        assert {p["problem"]["norm"] for p in norms} == {"layer"}
+    with_add = [p for p in norms if p["problem"]["residual"]]
+    sums = [p["problem"]["sum_output"] for p in with_add]
+    if name == "bert_encoder_layer":
+        assert len(with_add) == 2 and sums == [None, None]
+    else:  # pre-norm: the sum is the next residual
+        assert len(with_add) == 1 and sums[0] is not None

@@ -48,6 +48,18 @@ class KernelCall(abc.ABC):
         """The arguments structure for a call on ``inputs`` writing ``out``; only called
         after :meth:`check` accepted ``inputs``."""
 
+    def args_extra(self, inputs: Sequence[torch.Tensor], out: torch.Tensor,
+                   extra: Mapping[str, torch.Tensor]) -> ctypes.Structure:
+        """:meth:`args` for a pattern whose kernel also writes the values of the manifest
+        entry's ``"extra_outputs"`` (role -> value; e.g. the norm family's ``"sum"``):
+        ``extra`` maps each role to the tensor the kernel writes it into.
+
+        Raises:
+            ValueError: the family's kernels write no extra outputs (the default).
+        """
+        raise ValueError(f"this family's kernels write no extra outputs "
+                         f"({', '.join(extra)} asked for)")
+
 
 class Family(abc.ABC):
     """One kernel family, as the runtime sees it.

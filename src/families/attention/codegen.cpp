@@ -6,23 +6,11 @@
 
 namespace fact::realize {
 
-namespace {
-const char* cuda_element(DType d) {
-  switch (d) {
-    case DType::f32: return "float";
-    case DType::bf16: return "__nv_bfloat16";
-    case DType::f16: return "__half";
-    default: break;  // no kernel computes in another dtype
-  }
-  return "?";
-}
-}  // namespace
-
 std::string render_attention(const std::string& template_text, const AttentionFamily& f, const AttentionConfig& c) {
   return fill_placeholders(template_text, {
       {"NAME", attention_kernel_name(f, c)},
       {"ABI", embedded::kAttentionAbiHeader},
-      {"ELEMENT", cuda_element(f.element)},
+      {"ELEMENT", cuda_element_name(f.element)},
       {"MATH", f.math},
       {"HEAD_DIM", std::to_string(f.head_dim)},
       {"MASK", std::to_string(int(f.mask))},
@@ -43,7 +31,7 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
   return fill_placeholders(template_text, {
       {"NAME", attention_kernel_name(f, c)},
       {"ABI", embedded::kAttentionAbiHeader},
-      {"ELEMENT", cuda_element(f.element)},
+      {"ELEMENT", cuda_element_name(f.element)},
       {"HEAD_DIM", std::to_string(f.head_dim)},
       {"MASK", std::to_string(int(f.mask))},
       {"BLOCK_M", std::to_string(c.block_m)},

@@ -38,16 +38,7 @@ class AttentionPattern final : public PatternRealization {
   // The vendor candidate is a lower bound of the ATen path (its two GEMMs), not the path
   // itself, which factc cannot run: it wins only when no kernel verified.
   const CandidateOutcome* winner(const std::vector<CandidateOutcome>& outcomes) const override {
-    const CandidateOutcome* best = nullptr;
-    const CandidateOutcome* bound = nullptr;
-    for (const auto& o : outcomes) {
-      if (o.impl == std::string("vendor")) {
-        if (o.status == "ok") bound = &o;
-        continue;
-      }
-      if (o.status == "ok" && (!best || o.median_ms < best->median_ms)) best = &o;
-    }
-    return best ? best : bound;
+    return fastest_kernel_else_bound(outcomes);
   }
 };
 
@@ -119,10 +110,7 @@ class AttentionFamilyDef final : public Family {
     if (mask_has_tensor(p.mask) != ops.contains("mask")) {
       throw bad("mask kind " + mask + (mask_has_tensor(p.mask) ? " needs a mask operand" : " takes no mask operand"));
     }
-    if (r.value("fused", false)) throw Error("realized.json fused a tail into attention pattern " + id + ": attention kernels have none");
-    if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
-    // An attention kernel's symbol is its name unless realize says otherwise.
-    m["symbol"] = w.contains("symbol") ? w.at("symbol") : w.at("kernel");
+    compose_tailless_winner(name(), id, r, w, m);  // a kernel's symbol is its name unless realize says otherwise
   }
 
   std::string problem_text(const json& p) const override { return attention_text(p); }

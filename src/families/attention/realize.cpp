@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "families/attention/codegen.h"
+#include "engine/library_candidate.h"
 #include "families/attention/verify_tune.h"
 
 using nlohmann::json;
@@ -46,18 +47,7 @@ std::vector<CandidateOutcome> tune_attention_pattern(const std::string& id, cons
                                                      json& verification, json& build_failures) {
   std::vector<std::unique_ptr<AttentionCandidate>> runnable;
   runnable.push_back(make_attention_vendor_bound(w.problem, policy));
-  for (const auto& name : kernels) {
-    const auto& b = built.at(name);
-    std::string why = b.ok ? "" : b.reason;
-    if (b.ok) {
-      try {
-        runnable.push_back(load_attention_candidate(name, b.library.string(), b.symbol.empty() ? name : b.symbol));
-      } catch (const std::exception& e) {
-        why = e.what();
-      }
-    }
-    if (!why.empty()) build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"}, {"reason", why}, {"key", b.key}});
-  }
+  load_built_kernels(kernels, built, &load_attention_candidate, runnable, build_failures);
   const AttentionProblem& p = w.problem;
   std::fprintf(stderr, "realize %s: verifying and tuning %zu attention candidates (B=%lld Hq=%lld Hkv=%lld Tq=%lld Tk=%lld D=%lld %s, mask %s)\n",
                id.c_str(), runnable.size(), (long long)p.batch, (long long)p.heads, (long long)p.kv_heads, (long long)p.seq_q,

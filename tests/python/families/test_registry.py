@@ -60,10 +60,10 @@ def test_entries_find_their_family_by_abi_then_kind_then_rule() -> None:
 
 
 def test_an_unknown_family_is_named() -> None:
-    assert find_family({"abi": "norm"}) is None
+    assert find_family({"abi": "softmax"}) is None
     known = ", ".join(f.name for f in FAMILIES)
-    with pytest.raises(UnknownFamily, match=rf"unknown kernel family 'norm' .*known: {known}"):
-        family_of({"abi": "norm", "rule": FAMILIES[0].rules[0]})
+    with pytest.raises(UnknownFamily, match=rf"unknown kernel family 'softmax' .*known: {known}"):
+        family_of({"abi": "softmax", "rule": FAMILIES[0].rules[0]})
 
 
 class _Mm(nn.Module):
@@ -81,10 +81,10 @@ class _NoLibrary:
 def test_a_manifest_entry_of_an_unknown_family_is_an_artifact_error() -> None:
     graph = export(_Mm(), [torch.randn(4, 8), torch.randn(8, 4)])
     (node,) = [n["name"] for n in graph["nodes"]]
-    manifest = {"patterns": [{"id": "p0", "rule": "norm", "abi": "norm", "nodes": [node],
-                              "output": node, "operands": {}, "problem": {"kind": "norm"},
+    manifest = {"patterns": [{"id": "p0", "rule": "softmax", "abi": "softmax", "nodes": [node],
+                              "output": node, "operands": {}, "problem": {"kind": "softmax"},
                               "impl": "cutlass", "kernel": "k", "symbol": "k"}]}
-    with pytest.raises(ArtifactError, match="pattern p0: unknown kernel family 'norm'"):
+    with pytest.raises(ArtifactError, match="pattern p0: unknown kernel family 'softmax'"):
         FactModule(graph, {}, manifest, _NoLibrary())
 
 
