@@ -22,6 +22,7 @@ struct Pattern {
   int priority = 0;  // 0 = largest estimated gain
   std::vector<std::string> nodes;
   std::string output;
+  std::vector<std::string> extra_outputs;  // Match::extra_outputs (in memory only: the problem names them)
   std::vector<std::pair<std::string, std::string>> operands;
   nlohmann::ordered_json problem;
   Estimate estimate;

@@ -92,6 +92,7 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
     p.rule = c.rule->name;
     p.nodes = c.match.nodes;
     p.output = c.match.output;
+    p.extra_outputs = c.match.extra_outputs;
     p.operands = std::move(c.match.operands);
     p.problem = std::move(c.match.problem);
     p.estimate = std::move(c.estimate);

@@ -19,6 +19,7 @@ namespace fact::discover {
 struct Match {
   std::vector<std::string> nodes;  // graph nodes the kernel replaces, in graph order
   std::string output;              // the value the kernel produces
+  std::vector<std::string> extra_outputs;  // further values it writes, read after it (e.g. add & norm's sum)
   std::vector<std::pair<std::string, std::string>> operands;  // kernel operand -> graph value
   nlohmann::ordered_json problem;  // the rule's problem descriptor (plan JSON "problem")
   Work work;                       // FLOPs and fewest bytes, for the cost model

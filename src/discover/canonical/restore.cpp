@@ -32,11 +32,13 @@ struct Restore {
 
   const Node& node(const std::string& name) const { return g.graph().nodes[position.at(name)]; }
 
-  bool reads_inner(const Node& n, const std::set<std::string>& members, const std::string& output) const {
+  // True when `n` reads a value the members compute that is none of `outputs` (the values
+  // the kernel writes, which any node may read).
+  bool reads_inner(const Node& n, const std::set<std::string>& members, const std::set<std::string>& outputs) const {
     bool inner = false;
     auto visit = [&](const std::string& v) {
       const Node* p = g.producer(v);
-      inner = inner || (p && members.contains(p->name) && v != output);
+      inner = inner || (p && members.contains(p->name) && !outputs.contains(v));
     };
     for (const auto& a : n.args) graph::for_each_ref(a, visit);
     for (const auto& [k, a] : n.kwargs) graph::for_each_ref(a, visit);
@@ -58,7 +60,7 @@ struct Restore {
 
   // Adds to `list` (and `members`) every dropped or rewritten node that reads one of the
   // members' inner values, and every dropped node only the members read, until none is left.
-  void close(std::vector<std::string>& list, std::set<std::string>& members, const std::string& output) const {
+  void close(std::vector<std::string>& list, std::set<std::string>& members, const std::set<std::string>& output) const {
     for (bool changed = true; changed;) {
       changed = false;
       for (const auto& name : candidates) {
@@ -73,7 +75,7 @@ struct Restore {
   }
 
   // The first node outside `members` that reads one of their inner values, as a reason; "" if none.
-  std::string leak(const std::set<std::string>& members, const std::string& output) const {
+  std::string leak(const std::set<std::string>& members, const std::set<std::string>& output) const {
     for (const auto& n : g.graph().nodes)
       if (!members.contains(n.name) && reads_inner(n, members, output))
         return fmt::format("%{} ({}) reads a value inside the pattern, which the canonical form did not show "
@@ -94,7 +96,7 @@ std::vector<std::string> exported_nodes(const GraphIndex& exported, const Canoni
   const Restore r(exported, c);
   std::vector<std::string> list = nodes;
   std::set<std::string> members(nodes.begin(), nodes.end());
-  r.close(list, members, output);
+  r.close(list, members, {output});
   r.sort(list);
   return list;
 }
@@ -107,15 +109,19 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
   std::vector<Pattern> kept;
   for (Pattern& p : plan.patterns) {
     std::set<std::string> members(p.nodes.begin(), p.nodes.end());
-    r.close(p.nodes, members, p.output);
-    std::string why = r.leak(members, p.output);
+    std::set<std::string> outputs(p.extra_outputs.begin(), p.extra_outputs.end());
+    outputs.insert(p.output);
+    r.close(p.nodes, members, outputs);
+    std::string why = r.leak(members, outputs);
     for (const auto& [role, value] : p.operands)  // the kernel reads its operands: none computed inside
       if (const Node* n = g.contains(value) ? g.producer(value) : nullptr; why.empty() && n && members.contains(n->name))
         why = fmt::format("its operand {} = %{} is computed by %{}, which the canonical form dropped", role, value, n->name);
     if (p.epilogue && why.empty()) {
       members.insert(p.epilogue->nodes.begin(), p.epilogue->nodes.end());
-      r.close(p.epilogue->nodes, members, p.epilogue->output);
-      why = r.leak(members, p.epilogue->output);
+      outputs.insert(p.epilogue->output);
+      outputs.erase(p.output);  // the tail's output is the kernel's now
+      r.close(p.epilogue->nodes, members, outputs);
+      why = r.leak(members, outputs);
       r.sort(p.epilogue->nodes);
     }
     r.sort(p.nodes);

@@ -120,6 +120,7 @@ Match make_match(const MatchContext& ctx, NormParts p) {
   for (const auto& n : g.graph().nodes)
     if (replaced.contains(n.name)) m.nodes.push_back(n.name);
   m.output = p.output;
+  if (!p.sum_output.empty()) m.extra_outputs = {p.sum_output};
   m.operands = {{"x", p.x}};
   if (!p.residual.empty()) m.operands.emplace_back("residual", p.residual);
   if (!p.weight.empty()) m.operands.emplace_back("weight", p.weight);
