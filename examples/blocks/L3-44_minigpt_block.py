@@ -2,7 +2,7 @@
 
 x is (128, 512, 768) float32: batch 128, sequence 512, n_embd 768, 8 heads of head dim 96.
 The block is pre-norm: x + attn(ln_1(x)), then x + mlp(ln_2(x)). The attention is level 3
-#43's (c_attn -> split -> heads by view + transpose -> softmax(q k^T / sqrt(96)) masked by a
+#43's layer, loaded from examples/attention/L3-43_mingpt_attention.py (c_attn -> split -> heads by view + transpose -> softmax(q k^T / sqrt(96)) masked by a
 registered tril buffer -> @ v -> heads merged -> c_proj); the MLP is c_fc -> NewGELU (the
 tanh approximation written out) -> c_proj, and reaches its submodules through a lambda
 captured in __init__ as #44 does. Dropouts have p = 0.0 (KernelBench never calls eval()).
@@ -11,11 +11,12 @@ captured in __init__ as #44 does. Dropouts have p = 0.0 (KernelBench never calls
 plan in seconds.
 """
 
+import importlib.util
 import math
+import os
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 batch_size = 128
 max_seqlen = 1024
@@ -33,34 +34,17 @@ class NewGELU(nn.Module):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-class CausalSelfAttention(nn.Module):
-    """Multi-head masked self-attention with an output projection (level 3 #43)."""
+def _attention_layer() -> type:
+    """Level 3 #43's layer, examples/attention/L3-43_mingpt_attention.py's Model (the block's
+    attention is exactly that layer, so it is loaded from there rather than copied)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attention", "L3-43_mingpt_attention.py")
+    spec = importlib.util.spec_from_file_location("_l3_43_attention", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Model
 
-    def __init__(self, n_embd: int, n_head: int, attn_pdrop: float, resid_pdrop: float,
-                 max_seqlen: int) -> None:
-        super().__init__()
-        assert n_embd % n_head == 0
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.attn_dropout = nn.Dropout(attn_pdrop)
-        self.resid_dropout = nn.Dropout(resid_pdrop)
-        self.register_buffer("bias", torch.tril(torch.ones(max_seqlen, max_seqlen))
-                             .view(1, 1, max_seqlen, max_seqlen))
-        self.n_head = n_head
-        self.n_embd = n_embd
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        hs = C // self.n_head
-        k = k.view(B, T, self.n_head, hs).transpose(1, 2)
-        q = q.view(B, T, self.n_head, hs).transpose(1, 2)
-        v = v.view(B, T, self.n_head, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
+CausalSelfAttention = _attention_layer()
 
 
 class Model(nn.Module):

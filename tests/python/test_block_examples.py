@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from fact.export import export, write_graph
-from fact.factc import FactcError, find_factc
 
 BLOCKS = ["L3-44_minigpt_block", "llama3_8b_block", "bert_encoder_layer"]
 
@@ -24,14 +23,6 @@ def _load(repo_root: str, name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def factc() -> str:
-    try:
-        return find_factc()
-    except FactcError as exc:
-        pytest.skip(f"the engine is not built: {exc}")
 
 
 def test_the_documented_sizes(repo_root: str) -> None:
