@@ -184,8 +184,16 @@ class Builder {
   Expr expression(const Node& n) {
     if (auto e = idiom(n)) return *e;
     const std::string& op = n.op;
-    auto x = [&] { return operand(n, n.args.at(0)); };
-    auto y = [&] { return operand(n, n.args.at(1)); };
+    // The op's tensor arguments; a node with fewer than the op takes is malformed, and stops
+    // the tail with that reason (not an exception out of discovery).
+    auto arg = [&](size_t i) {
+      if (i >= n.args.size())
+        throw NotFusable{fmt::format("%{}: {} has {} argument(s), the op takes at least {}", n.name, n.op,
+                                     n.args.size(), i + 1)};
+      return operand(n, n.args[i]);
+    };
+    auto x = [&] { return arg(0); };
+    auto y = [&] { return arg(1); };
     auto number_or = [&](size_t i, const char* key, double dflt) {
       const Arg* a = n.arg_or_kwarg(i, key);
       if (!a || a->is<graph::None>()) return dflt;
