@@ -7,13 +7,13 @@ namespace fact::cli {
 void add_realize_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("realize", "generate, build, verify and tune kernels for a plan");
   auto opt = std::make_shared<realize::RealizeOptions>();
-  auto policy = std::make_shared<std::string>("tf32");
+  auto policy = std::make_shared<std::string>();
   auto cache = std::make_shared<std::string>();
   auto plan = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>("realized.json");
   cmd->add_option("plan", *plan, "plan.json from `factc discover`")->required()->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", *out, "realized.json to write");
-  cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (docs/00-design.md §4)")
+  cmd->add_option("--policy", *policy, "precision policy: fp32 | tf32 | bf16 (docs/00-design.md §4; default: the plan's precision, else tf32)")
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   cmd->add_option("--cache", *cache, "kernel cache directory (default $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact)")
       ->check(directory_or_new());
@@ -31,7 +31,8 @@ void add_realize_command(CLI::App& app) {
   cmd->callback([=] {
     opt->plan = *plan;
     opt->output = *out;
-    opt->policy = precision_from_name(*policy);
+    opt->policy_given = !policy->empty();
+    opt->policy = precision_from_name(policy->empty() ? "tf32" : *policy);
     opt->cache_dir = *cache;
     opt->use_registry = !*no_registry;
     if (int rc = realize::run_realize(*opt); rc != 0) throw CLI::RuntimeError(rc);

@@ -258,9 +258,21 @@ void print_summary(const std::vector<PatternWork>& work, const std::map<std::str
 
 }  // namespace
 
-int run_realize(const RealizeOptions& opt) {
-  const json plan = json::parse(read_file(opt.plan), nullptr, false);
-  check_plan(plan, opt.plan.string());
+int run_realize(const RealizeOptions& given) {
+  const json plan = json::parse(read_file(given.plan), nullptr, false);
+  check_plan(plan, given.plan.string());
+  // The policy: the plan's own unless --policy names one; a different one is said, since a
+  // plan discovered under fp32 and realized under tf32 was once built as tf32 silently.
+  RealizeOptions opt = given;
+  const std::string planned = plan.contains("precision") && plan.at("precision").is_string()
+                                  ? plan.at("precision").get<std::string>() : std::string();
+  if (!given.policy_given && !planned.empty()) {
+    opt.policy = precision_from_name(planned);
+  } else if (given.policy_given && !planned.empty() && planned != precision_name(given.policy)) {
+    std::fprintf(stderr, "realize: --policy %s differs from the plan's precision %s (discovered under %s); realizing under %s\n",
+                 std::string(precision_name(given.policy)).c_str(), planned.c_str(), planned.c_str(),
+                 std::string(precision_name(given.policy)).c_str());
+  }
   const Toolchain tc = find_toolchain(opt.nvcc, opt.cutlass_dir);
   const fs::path cache = opt.cache_dir.empty() ? default_cache_dir() : opt.cache_dir;
   const int jobs = opt.jobs > 0 ? opt.jobs : default_jobs();

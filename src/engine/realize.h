@@ -18,6 +18,7 @@ struct RealizeOptions {
   std::filesystem::path plan;          // plan.json from `factc discover`
   std::filesystem::path output;        // realized.json to write
   Precision policy = Precision::tf32;
+  bool policy_given = false;           // false: the plan's "precision" (the policy it was discovered under)
   std::filesystem::path cache_dir;     // empty: default_cache_dir()
   int jobs = 0;                        // parallel nvcc; 0: default_jobs()
   int tune_budget = 0;                 // CUTLASS candidates built per pattern; 0: all

@@ -65,3 +65,19 @@ def test_a_registry_directory_is_never_renamed(tmp_path):
     assert "is a directory" in r.stderr, r.stderr
     assert (cache / "kernels" / "keep").read_text() == "user data"
     assert not (tmp_path / "cache.corrupt").exists()
+
+
+def test_the_plans_precision_is_the_default_policy_and_another_is_said(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"format": "fact.plan", "version": 1, "graph": "g", "precision": "fp32",
+                                "patterns": []}))
+    r = factc("realize", str(plan), "--no-gpu", "--cache", str(tmp_path / "c"), "-o", str(tmp_path / "a.json"),
+              cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "a.json").read_text())["policy"] == "fp32"
+    assert "differs" not in r.stderr
+    r = factc("realize", str(plan), "--no-gpu", "--policy", "tf32", "--cache", str(tmp_path / "c"),
+              "-o", str(tmp_path / "b.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "b.json").read_text())["policy"] == "tf32"
+    assert "--policy tf32 differs from the plan's precision fp32" in r.stderr
