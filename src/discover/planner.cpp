@@ -33,6 +33,16 @@ int64_t unfused_bytes(const graph::GraphIndex& g, const std::vector<std::string>
   return bytes;
 }
 
+// A rule's answer for `node`: its match function's result, or the Rejection its helpers threw
+// (reject(), rule.h) — caught here once for every rule.
+MatchResult run_match(const Rule& rule, const MatchContext& ctx, const graph::Node& node) {
+  try {
+    return rule.match(ctx, node);
+  } catch (const Rejection& r) {
+    return r;
+  }
+}
+
 struct Candidate {
   const Rule* rule;
   size_t position;  // of the node the rule matched from
@@ -55,7 +65,7 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const graph::Node& node = graph.nodes[i];
     for (const Rule& rule : rules.rules()) {
-      MatchResult r = rule.match(ctx, node);
+      MatchResult r = run_match(rule, ctx, node);
       if (auto* m = std::get_if<Match>(&r)) {
         Estimate e =
             estimate(m->work, unfused_bytes(exported_index, exported_nodes(exported_index, canonical, m->nodes, m->output)));

@@ -31,8 +31,8 @@ struct Rejection {
   std::string reason;
 };
 
-/// Throws the Rejection `reason`: a rule's helpers call it where a constraint fails, and the
-/// rule's match function returns what it caught (rule_match catches it for them).
+/// Throws the Rejection `reason`: a rule's helpers call it where a constraint fails; the
+/// planner, which calls every rule's match, takes a thrown Rejection as the rule's answer.
 [[noreturn]] inline void reject(std::string reason) { throw Rejection{std::move(reason)}; }
 
 /// The node is not one the rule is about (another op).
@@ -51,7 +51,8 @@ struct Rule {
   std::string_view meaning;        // the PyTorch semantics it implements
   std::string_view kernel_family;  // the family that realizes its patterns (families/family.h): "gemm"
   std::string_view tests;          // where its tests live
-  /// Tries to match the subgraph rooted at (ending in) `node`.
+  /// Tries to match the subgraph rooted at (ending in) `node`; a failed constraint may be
+  /// returned as a Rejection or thrown by reject().
   MatchResult (*match)(const MatchContext& ctx, const graph::Node& node) = nullptr;
   /// Its kernel can compute the elementwise tail after its output (the planner then looks
   /// for the tail, find_epilogue, and realization fuses it into the kernel's epilogue).

@@ -232,14 +232,10 @@ Match make_match(const MatchContext& ctx, Parts parts) {
 }
 
 MatchResult match_attention(const MatchContext& ctx, const graph::Node& node) {
-  try {
-    std::optional<Parts> parts = attention::match_sdpa(ctx.graph, node);
-    if (!parts) parts = attention::match_written(ctx.graph, node);
-    if (!parts) return NotApplicable{};
-    return make_match(ctx, std::move(*parts));
-  } catch (const Rejection& r) {
-    return r;
-  }
+  std::optional<Parts> parts = attention::match_sdpa(ctx.graph, node);
+  if (!parts) parts = attention::match_written(ctx.graph, node);
+  if (!parts) return NotApplicable{};
+  return make_match(ctx, std::move(*parts));
 }
 
 }  // namespace

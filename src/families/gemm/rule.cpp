@@ -315,13 +315,9 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
 }
 
 MatchResult match_gemm(const MatchContext& ctx, const Node& node) {
-  try {
-    std::optional<GemmInputs> in = inputs_of(ctx.graph, node);
-    if (!in) return NotApplicable{};
-    return make_match(ctx, node, std::move(*in));
-  } catch (const Rejection& r) {
-    return r;
-  }
+  std::optional<GemmInputs> in = inputs_of(ctx.graph, node);
+  if (!in) return NotApplicable{};
+  return make_match(ctx, node, std::move(*in));
 }
 
 }  // namespace

@@ -152,14 +152,10 @@ Match make_match(const MatchContext& ctx, NormParts p) {
 }
 
 MatchResult match_norm(const MatchContext& ctx, const graph::Node& node) {
-  try {
-    std::optional<NormParts> parts = norm::match_norm_op(ctx.graph, node);
-    if (!parts) parts = norm::match_written_norm(ctx.graph, node);
-    if (!parts) return NotApplicable{};
-    return make_match(ctx, std::move(*parts));
-  } catch (const Rejection& r) {
-    return r;
-  }
+  std::optional<NormParts> parts = norm::match_norm_op(ctx.graph, node);
+  if (!parts) parts = norm::match_written_norm(ctx.graph, node);
+  if (!parts) return NotApplicable{};
+  return make_match(ctx, std::move(*parts));
 }
 
 }  // namespace
