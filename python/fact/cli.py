@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("problem", help="PROBLEM.py defining Model, get_inputs, get_init_inputs")
     opt.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default=None,
                      help="precision policy (default: from torch.get_float32_matmul_precision)")
+    opt.add_argument("--model-dtype", choices=("float32", "bfloat16", "float16"), default=None,
+                     help="convert the model and its floating inputs to this dtype first (a "
+                     "bf16/fp16 model runs in its own dtype under every policy)")
     opt.add_argument("--out", default=None, type=directory_arg("--out"),
                      help="working directory (default: out/<problem name>)")
     opt.add_argument("--jobs", type=count_arg("--jobs", 1), default=None, help="parallel nvcc processes")
@@ -147,11 +150,13 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from fact.gpu import GpuRequired
     from fact.optimize import optimize
     from fact.precision import resolve_policy
-    from fact.problem import ProblemError, load_problem
+    from fact.problem import MODEL_DTYPES, ProblemError, load_problem
     from fact.report import bench_document, machine_info, render_text, write_bench
 
     try:
         problem = load_problem(args.problem, args.problem_name)
+        if args.model_dtype:
+            problem.cast(MODEL_DTYPES[args.model_dtype])
         if torch.cuda.is_available():
             problem.to("cuda")
         policy = resolve_policy(args.precision)

@@ -41,7 +41,7 @@ from fact.gpu import NEEDS_GPU, GpuRequired, gpu_present
 from fact.log import logger, warn_once
 from fact.module_report import coverage, write_module_report
 from fact.plan_summary import NothingMatched, unmatched_text
-from fact.precision import (Check, check_output, eager_precision, fact_precision,
+from fact.precision import (Check, check_output, eager_precision, fact_precision, model_dtype,
                             flat_tensors, resolve_policy, tolerance)
 from fact.progress import Progress
 from fact.runtime import FactModule, load, save_params
@@ -176,7 +176,7 @@ def _check_on(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequ
     with torch.no_grad():
         with fact_precision(policy):
             out = fact_module(*inputs)
-        with eager_precision(policy, device_type):
+        with eager_precision(policy, device_type, model_dtype(model, inputs)):
             eager_out = model(*inputs)
     eager = check_output(eager_out, ref, policy)
     flat = out if isinstance(out, (list, tuple)) else [out]
@@ -287,15 +287,16 @@ def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequ
         when asked, ``inductor``.
     """
     device_type = _device_type(inputs, model)
+    own = model_dtype(model, inputs)  # a bf16 model's baseline is its own eager
     variants = {"eager_fp32": lambda: model(*inputs), "eager": lambda: model(*inputs),
                 "fact": lambda: fact_module(*inputs)}
     contexts = {"eager_fp32": lambda: eager_precision("fp32", device_type),
-                "eager": lambda: eager_precision(policy, device_type),
+                "eager": lambda: eager_precision(policy, device_type, own),
                 "fact": lambda: fact_precision(policy)}
     if inductor:
         compiled = torch.compile(model)
         variants["inductor"] = lambda: compiled(*inputs)
-        contexts["inductor"] = lambda: eager_precision(policy, device_type)
+        contexts["inductor"] = lambda: eager_precision(policy, device_type, own)
     return time_variants(variants, trials=trials, contexts=contexts)
 
 
@@ -467,6 +468,8 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     row = {
         "problem": options.problem_name or type(model).__name__,
         "policy": policy,
+        # The model's own floating dtype (bf16/fp16 models run in it; their eager is theirs).
+        "model_dtype": str(model_dtype(model, inputs)).removeprefix("torch."),
         "fact_ms": _round(timings["fact"].median_ms),
         "fact_spread_ms": [_round(x) for x in timings["fact"].spread()],
         "baselines_ms": {k: _round(t.median_ms) for k, t in timings.items() if k != "fact"},

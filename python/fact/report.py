@@ -110,7 +110,10 @@ def _cells(row: dict, inductor: bool = False) -> list[str]:
     verified = "" if row.get("verified") else " (not verified)"
     base = row.get("baselines_ms", {})
     base_err = row.get("eager_max_rel_err", row.get("cublas_max_rel_err"))
-    cells = [row.get("problem", "?"), row.get("policy", "?"),
+    problem = row.get("problem", "?")
+    if row.get("model_dtype", "float32") != "float32":  # a model run in its own narrow dtype
+        problem += f" ({row['model_dtype']} model)"
+    cells = [problem, row.get("policy", "?"),
              _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas"))]
     if inductor:
         cells.append(_ms(base.get("inductor")))

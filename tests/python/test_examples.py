@@ -251,3 +251,24 @@ def test_m8_linear_is_one_linear_with_eight_rows(examples_dir: str) -> None:
     g = export(problem.model, problem.inputs)
     assert [n["op"] for n in g["nodes"]] == ["aten.linear.default"]
     assert g["nodes"][-1]["outputs"][0]["type"]["shape"] == [8, 4096]
+
+
+def test_cast_converts_model_and_floating_inputs_only(tmp_path) -> None:
+    """``fact optimize --model-dtype bfloat16``: the model and float inputs, not int ones."""
+    src = tmp_path / "emb.py"
+    src.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(4, 3)\n"
+        "    def forward(self, x, idx):\n"
+        "        return self.lin(x)[idx]\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(5, 4), torch.tensor([0, 2])]\n"
+        "def get_init_inputs():\n"
+        "    return []\n")
+    problem = load_problem(str(src)).cast(torch.bfloat16)
+    assert problem.model.lin.weight.dtype == torch.bfloat16
+    assert [x.dtype for x in problem.inputs] == [torch.bfloat16, torch.int64]
+    assert problem.model(*problem.inputs).shape == (2, 3)
