@@ -22,6 +22,7 @@ when a model is given, else from ``artifact/params.pt`` (a ``{target: tensor}`` 
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 from typing import Any, Callable, Mapping, Sequence
@@ -150,6 +151,51 @@ class _KernelNode:
         env[self.output] = result[0]
         for name, value in zip(self.extra, result[1:]):
             env[name] = value
+
+
+def _step_io(step: _AtenNode | _KernelNode) -> tuple[list[str], list[str]]:
+    """(values the step reads, values it writes)."""
+    if isinstance(step, _KernelNode):
+        return list(step.binding.input_names), [step.output, *step.extra]
+    return step.inputs(), step.outputs
+
+
+def _schedule(steps: list[_AtenNode | _KernelNode]) -> list[_AtenNode | _KernelNode]:
+    """``steps`` in graph order, except that a step runs only after the steps that write what
+    it reads (a stable topological order, Kahn's algorithm with the graph position as the
+    tie-break). A kernel runs at its output node, so a value it also writes (add & norm's
+    sum) exists only from there on: a reader placed between that value's node and the
+    output node in the graph (an export assertion on the sum, say) moves after the kernel.
+
+    Raises:
+        ArtifactError: the steps read each other's values in a cycle.
+    """
+    writer: dict[str, int] = {}
+    for i, step in enumerate(steps):
+        for name in _step_io(step)[1]:
+            writer[name] = i
+    waits: list[set[int]] = []
+    readers: dict[int, list[int]] = {}
+    for i, step in enumerate(steps):
+        deps = {writer[r] for r in _step_io(step)[0] if writer.get(r, i) != i}
+        waits.append(deps)
+        for d in deps:
+            readers.setdefault(d, []).append(i)
+    ready = [i for i, deps in enumerate(waits) if not deps]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in readers.get(i, []):
+            waits[j].discard(i)
+            if not waits[j]:
+                heapq.heappush(ready, j)
+    if len(order) != len(steps):
+        stuck = [getattr(steps[i], "name", None) or steps[i].output
+                 for i in range(len(steps)) if i not in set(order)]
+        raise ArtifactError(f"the graph's steps read each other in a cycle: {stuck[:8]}")
+    return [steps[i] for i in order]
 
 
 def _read_json(path: str, fmt: str) -> dict:
@@ -294,7 +340,7 @@ class FactModule(torch.nn.Module):
                 steps.append(kernel_at[name])
             elif name not in skipped:
                 steps.append(node)
-        return steps
+        return _schedule(steps)
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],

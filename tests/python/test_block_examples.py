@@ -79,3 +79,19 @@ def _check_norms(name: str, graph: dict, plan: dict) -> None:
         assert len(with_add) == 2 and sums == [None, None]
     else:  # pre-norm: the sum is the next residual
         assert len(with_add) == 1 and sums[0] is not None
+
+
+@pytest.mark.parametrize("name", BLOCKS)
+def test_each_block_traces_under_torch_compile(name, repo_root) -> None:
+    """Dynamo re-imports a forward's module by name (the minGPT block's attention layer is
+    loaded from examples/attention/): the torch.compile baseline must trace every block."""
+    from fact.problem import _import_file
+
+    module = _import_file(os.path.join(repo_root, "examples", "blocks", f"{name}.py"))
+    torch.manual_seed(0)
+    model = module.Model(*module.small_init_inputs()).eval()
+    inputs = module.small_inputs()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend="eager", fullgraph=True)(*inputs)
+        torch.testing.assert_close(got, model(*inputs))
