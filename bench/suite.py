@@ -104,6 +104,8 @@ def _run_one(run: tuple[str, ...], args: argparse.Namespace,
         cmd += ["--tune-budget", str(args.tune_budget)]
     if args.inductor:
         cmd.append("--inductor")
+    if args.max_autotune:
+        cmd.append("--max-autotune")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(REPO, "python"),
                                                       env.get("PYTHONPATH")]))
@@ -148,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inductor", action="store_true",
                         help="also time torch.compile (implied for: "
                         + ", ".join(sorted(INDUCTOR_SUITES)) + ")")
+    parser.add_argument("--max-autotune", action="store_true",
+                        help="also time torch.compile(mode='max-autotune')")
     parser.add_argument("--work", default=os.path.join(REPO, "out", "suite"),
                         help="working directories of the runs")
     parser.add_argument("--timeout", type=int, default=420,

@@ -1,7 +1,7 @@
 """The ``fact`` command.
 
 ``fact optimize PROBLEM.py [--precision fp32|tf32|bf16] [--out DIR] [--jobs N] [--json PATH]
-[--problem-name NAME] [--inductor] [--progress|--no-progress] [-v]``
+[--problem-name NAME] [--inductor] [--max-autotune] [--progress|--no-progress] [-v]``
 
 ``fact report ARTIFACT``: the artifact's report, re-rendered (:mod:`fact.report_cmd`).
 
@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: the file's stem)")
     opt.add_argument("--inductor", action="store_true",
                      help="also time torch.compile (default mode) under the same policy")
+    opt.add_argument("--max-autotune", action="store_true",
+                     help="also time torch.compile(mode='max-autotune') under the same policy "
+                     "(its compile and autotuning take minutes on large models)")
     opt.add_argument("--trials", type=count_arg("--trials", 20), default=20,
                      help="timed trials per variant (>= 20)")
     opt.add_argument("--cache", default=None, type=directory_arg("--cache"),
@@ -164,7 +167,8 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
                           out_dir=args.out or os.path.join("out", problem.name),
                           jobs=args.jobs, factc=args.factc, cache=args.cache,
                           tune_budget=args.tune_budget, registry=not args.no_registry,
-                          inductor=args.inductor, problem_name=problem.name,
+                          inductor=args.inductor, max_autotune=args.max_autotune,
+                          problem_name=problem.name,
                           trials=args.trials, verbose=args.verbose,
                           progress=args.progress)
     except GpuRequired as exc:

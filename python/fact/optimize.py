@@ -72,6 +72,8 @@ class OptimizeOptions:
         tune_budget: CUTLASS candidates built per pattern, best-ranked first (0: all).
         registry: replay earlier tunings from factc's registry and record new ones.
         inductor: also time ``torch.compile`` (default mode) under the policy.
+        max_autotune: also time ``torch.compile(mode="max-autotune")`` under the policy
+            (baseline ``inductor_max_autotune``; its compile takes minutes on large models).
         problem_name: the name in the report row (default: the model's class name).
         trials: timed trials per variant (at least 20).
         save_params: write ``artifact/params.pt`` so ``fact.load(artifact)`` needs no model.
@@ -91,6 +93,7 @@ class OptimizeOptions:
     tune_budget: int = 0
     registry: bool = True
     inductor: bool = False
+    max_autotune: bool = False
     problem_name: str | None = None
     trials: int = 20
     save_params: bool = True
@@ -279,12 +282,20 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
 
 
 def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
-              policy: str, trials: int = 20, inductor: bool = False) -> dict:
-    """Time eager fp32, eager under ``policy``, FACT (and inductor), alternating.
+              policy: str, trials: int = 20, inductor: bool = False,
+              max_autotune: bool = False, compile_s: dict[str, float] | None = None) -> dict:
+    """Time eager fp32, eager under ``policy``, FACT (and torch.compile), alternating.
+
+    Args:
+        inductor / max_autotune: also time ``torch.compile`` in its default mode
+            (``inductor``) / ``mode="max-autotune"`` (``inductor_max_autotune``).
+        compile_s: filled with each torch.compile variant's first call, in seconds (its
+            compile and autotuning).
 
     Returns:
-        name -> :class:`fact.bench.Timing` for ``eager_fp32``, ``eager``, ``fact`` and,
-        when asked, ``inductor``.
+        name -> :class:`fact.bench.Timing` for ``eager_fp32``, ``eager``, ``fact`` and the
+        torch.compile variants asked for that compiled (one that fails is left out with a
+        warning).
     """
     device_type = _device_type(inputs, model)
     own = model_dtype(model, inputs)  # a bf16 model's baseline is its own eager
@@ -293,17 +304,24 @@ def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequ
     contexts = {"eager_fp32": lambda: eager_precision("fp32", device_type),
                 "eager": lambda: eager_precision(policy, device_type, own),
                 "fact": lambda: fact_precision(policy)}
-    if inductor:
-        compiled = torch.compile(model)
+    modes = {"inductor": None} if inductor else {}
+    if max_autotune:
+        modes["inductor_max_autotune"] = "max-autotune"
+    for name, mode in modes.items():
+        compiled = torch.compile(model, mode=mode)
+        start = time.perf_counter()
         try:  # compiled (and checked to run) before timing, so a failure loses only this baseline
             with torch.no_grad(), eager_precision(policy, device_type, own):
                 compiled(*inputs)
         except Exception as exc:  # Dynamo/Inductor errors have no common base class
-            warnings.warn(f"fact: torch.compile failed on this model, so its baseline is left "
-                          f"out: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-        else:
-            variants["inductor"] = lambda: compiled(*inputs)
-            contexts["inductor"] = lambda: eager_precision(policy, device_type, own)
+            warnings.warn(f"fact: torch.compile ({mode or 'default'}) failed on this model, so "
+                          f"its baseline is left out: {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:300]}")
+            continue
+        if compile_s is not None:
+            compile_s[name] = round(time.perf_counter() - start, 2)
+        variants[name] = lambda c=compiled: c(*inputs)
+        contexts[name] = lambda: eager_precision(policy, device_type, own)
     return time_variants(variants, trials=trials, contexts=contexts)
 
 
@@ -471,7 +489,9 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         if pat.get("id") in aten_checks:
             pat["aten_ms"] = aten_checks[pat["id"]]["aten_ms"]
     checks = verify(module, model, inputs, policy)
-    timings = benchmark(module, model, inputs, policy, options.trials, options.inductor)
+    baseline_compile_s: dict[str, float] = {}
+    timings = benchmark(module, model, inputs, policy, options.trials, options.inductor,
+                        options.max_autotune, baseline_compile_s)
     row = {
         "problem": options.problem_name or type(model).__name__,
         "policy": policy,
@@ -489,6 +509,8 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "verified_on": [d["name"] for d in checks["draws"]
                         if d["informative"] and "fact" in d],
         "compile_tune_s": round(compile_s, 2),
+        # torch.compile's own compile (+ autotune) seconds, per variant timed.
+        "baseline_compile_s": baseline_compile_s,
         "kernels": _kernels(module),
         "fallbacks": sum(module.fallback_counts().values()),
         # Why: pattern id -> {reason: calls} (verification's and the timed calls together).

@@ -67,7 +67,7 @@ def test_a_torch_compile_failure_loses_only_its_baseline(monkeypatch) -> None:
     monkeypatch.setattr(opt.torch, "compile", broken_compile)
     lin = torch.nn.Linear(8, 8)
     x = torch.randn(4, 8)
-    with pytest.warns(UserWarning, match="torch.compile failed.*RuntimeError: dynamo could not"):
+    with pytest.warns(UserWarning, match=r"torch.compile \(default\) failed.*RuntimeError: dynamo could not"):
         t = opt.benchmark(lin, lin, [x], "tf32", trials=20, inductor=True)
     assert set(t) == {"eager_fp32", "eager", "fact"}
     assert all(v.median_ms > 0 for v in t.values())
