@@ -288,7 +288,8 @@ class FactModule(torch.nn.Module):
         for pid, b in self.bindings.items():
             lines.append(f"# self.fact_{pid}: {b.family.name} kernel {b.kernel_name}, replaces "
                          f"{', '.join(b.pattern['nodes'])}")
-        return "\n".join(lines) + "\n" + self.generated.code.strip("\n") + "\n"
+        code = [line.rstrip() for line in self.generated.code.strip().splitlines()]
+        return "\n".join(lines + code) + "\n"
 
     def write_source(self, directory: str | os.PathLike) -> str:
         """Write :meth:`source` to ``directory/module.py``; returns the path."""
