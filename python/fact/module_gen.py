@@ -34,7 +34,8 @@ import torch
 import torch.fx
 
 __all__ = ["GenerationError", "KernelSite", "ModuleBuilder", "generate", "generate_nodes",
-           "resolve_op", "decode_arg", "refs_of", "Ref", "node_inputs", "default_emit"]
+           "resolve_op", "decode_arg", "refs_of", "Ref", "node_inputs", "default_emit",
+           "drop_identities"]
 
 
 class GenerationError(ValueError):
@@ -108,6 +109,58 @@ def node_inputs(node: Mapping) -> list[str]:
     """The value names a graph node reads (its arguments', then its keyword arguments')."""
     return refs_of([decode_arg(a) for a in node["args"]]) + refs_of(
         [decode_arg(v) for v in node["kwargs"].values()])
+
+
+def _rename(arg: Any, same: Mapping[str, str]) -> Any:
+    """A graph argument (docs/02, encoded) with each ref to a key of ``same`` replaced."""
+    if isinstance(arg, list):
+        return [_rename(a, same) for a in arg]
+    if isinstance(arg, dict) and "ref" in arg and arg["ref"] in same:
+        return {"ref": same[arg["ref"]]}
+    return arg
+
+
+def drop_identities(graph: Mapping, dropped: Sequence[Mapping]) -> tuple[dict, list[str]]:
+    """``graph`` without the nodes the canonical form dropped outside every pattern (the
+    manifest's ``"dropped"``: ``node`` and ``same_as``, docs/05): a node whose output equals
+    another value (a cast to its own dtype, dropout that does nothing, an alias) is gone and
+    its readers read that value; a node with no ``same_as`` (an assertion) is gone when
+    nothing reads its outputs.
+
+    Returns:
+        ``(graph, names of the nodes left out)``; ``graph`` is a new dict sharing the rest.
+
+    Raises:
+        GenerationError: an entry names a node the graph lacks, or one with several outputs.
+    """
+    nodes = {n["name"]: n for n in graph["nodes"]}
+    same: dict[str, str] = {}  # value -> the value it equals
+    identities: set[str] = set()
+    for d in dropped:
+        n = nodes.get(d["node"])
+        if n is None:
+            raise GenerationError(f"dropped node {d['node']} is not in the graph")
+        if d.get("same_as"):
+            outs = _outputs(n)
+            if len(outs) != 1:
+                raise GenerationError(f"dropped node {n['name']} has {len(outs)} outputs, "
+                                      f"so it cannot equal {d['same_as']}")
+            same[outs[0]] = d["same_as"]
+            identities.add(n["name"])
+    for k in same:  # a chain of identities reads its first value
+        while same[k] in same:
+            same[k] = same[same[k]]
+    kept = [dict(n, args=_rename(n["args"], same),
+                 kwargs={k: _rename(v, same) for k, v in n["kwargs"].items()})
+            for n in graph["nodes"] if n["name"] not in identities]
+    outputs = [_rename(o, same) for o in graph["outputs"]]
+    read = {r for n in kept for r in node_inputs(n)} | {r for o in outputs
+                                                        for r in refs_of(decode_arg(o))}
+    unread = {d["node"] for d in dropped if not d.get("same_as")
+              and not any(o in read for o in _outputs(nodes[d["node"]]))}
+    kept = [n for n in kept if n["name"] not in unread]
+    left = {n["name"] for n in kept}
+    return dict(graph, nodes=kept, outputs=outputs), [n for n in nodes if n not in left]
 
 
 def _outputs(node: Mapping) -> list[str]:

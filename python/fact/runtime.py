@@ -36,7 +36,8 @@ from fact import module_gen
 from fact.cuda_graph import GraphReplay, replay_blocker
 from fact.families import family_of
 from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
-from fact.module_gen import GenerationError, KernelSite, generate, generate_nodes, node_inputs
+from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
+                             generate_nodes, node_inputs)
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
            "resolve_op", "PARAMS_FILE", "MODULE_SOURCE_FILE"]
@@ -140,6 +141,8 @@ class FactModule(torch.nn.Module):
     Attributes:
         graph: the graph dict. manifest: the manifest dict (or ``None``).
         bindings: pattern id -> :class:`KernelBinding` for cutlass patterns.
+        dropped_nodes: graph nodes left out (the manifest's ``"dropped"``:
+            :func:`fact.module_gen.drop_identities`).
         generated: the generated ``torch.fx.GraphModule``.
         replay: the CUDA-graph replay of :attr:`generated`.
 
@@ -166,9 +169,11 @@ class FactModule(torch.nn.Module):
         # Pattern id -> the buffers its kernel's family proved it from (e.g. a causal
         # mask's tril buffer), re-checked below.
         self._proven_buffers: dict[str, list[str]] = {}
-        sites = self._kernel_sites(manifest, library)
-        try:
-            self.generated, self._aten_nodes, load_time = generate(graph, sites,
+        try:  # the identities the canonical form dropped are gone from what runs
+            self._graph, self.dropped_nodes = drop_identities(
+                graph, (manifest or {}).get("dropped") or [])
+            sites = self._kernel_sites(manifest, library)
+            self.generated, self._aten_nodes, load_time = generate(self._graph, sites,
                                                                    self._param_names)
         except GenerationError as exc:
             raise ArtifactError(f"graph {graph.get('name')!r}: {exc}") from exc
@@ -176,7 +181,7 @@ class FactModule(torch.nn.Module):
             self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
                                  persistent=False)
         self._tensor_names = self._param_names + list(load_time)
-        self.replay = GraphReplay(self._run, self.bindings, replay_blocker(graph), cuda_graph,
+        self.replay = GraphReplay(self._run, self.bindings, replay_blocker(self._graph), cuda_graph,
                                   requires_grad=any(t.requires_grad for t in params.values()))
         self.check_causal_buffers()
 
@@ -184,14 +189,14 @@ class FactModule(torch.nn.Module):
     def _kernel_sites(self, manifest: dict | None, library: KernelLibrary | None
                       ) -> list[KernelSite]:
         """A binding and a :class:`KernelSite` per cutlass pattern of ``manifest``."""
-        nodes = {n["name"]: n for n in self.graph["nodes"]}
+        nodes = {n["name"]: n for n in self._graph["nodes"]}
         types: dict[str, dict | None] = {}
-        for v in self.graph["inputs"] + self.graph["params"]:
+        for v in self._graph["inputs"] + self._graph["params"]:
             types[v["name"]] = v["type"]
-        for n in self.graph["nodes"]:
+        for n in self._graph["nodes"]:
             for o in n["outputs"]:
                 types[o["name"]] = o["type"]
-        params = {p["name"]: p for p in self.graph["params"]}
+        params = {p["name"]: p for p in self._graph["params"]}
         sites: list[KernelSite] = []
         for pat in (manifest or {}).get("patterns", []):
             if pat.get("impl") != "cutlass":

@@ -71,6 +71,16 @@ TEST_F(ComposeTest, VendorWinnerStaysAtenAndTheReportSaysWhy) {
   EXPECT_NE(report.find("the vendor path was fastest"), std::string::npos);
 }
 
+TEST_F(ComposeTest, NodesTheCanonicalFormDroppedAreListedForTheRuntime) {
+  plan["fallback"].push_back({{"node", "to"}, {"op", "aten.to.dtype"}, {"same_as", "x"},
+                              {"reason", "the canonical form drops it: a cast to its own dtype, same as %x"}});
+  plan["fallback"].push_back({{"node", "check"}, {"op", "aten._assert_tensor_metadata.default"}, {"same_as", ""},
+                              {"reason", "the canonical form drops it: an assertion"}});
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  EXPECT_EQ(manifest.at("dropped"), json::parse(R"([{"node": "to", "same_as": "x"}, {"node": "check", "same_as": ""}])"));
+}
+
 TEST_F(ComposeTest, RealizedWithoutGpuIsRefused) {
   realized["gpu"] = nullptr;
   EXPECT_NE(error_of(options()).find("without a GPU"), std::string::npos);
