@@ -1,7 +1,8 @@
 """Saving and loading artifacts portably: ``FactModule.save(dir)`` and ``fact.load(dir)``.
 
 An artifact (docs/05-composition.md) is what ``factc compose`` wrote plus what the Python
-side adds: ``params.pt`` (the tensors, so no model is needed), ``environment.json`` (the GPU
+side adds: ``params.pt`` (the tensors, so no model is needed), ``module.py`` (the generated
+module's readable source, :meth:`fact.runtime.FactModule.source`), ``environment.json`` (the GPU
 and toolkit its kernels were verified and tuned on, :mod:`fact.environment`), and the
 ``plan.json`` and ``realized.json`` it was composed from (so it can be rebuilt elsewhere).
 
@@ -63,8 +64,9 @@ def keep_sources(artifact_dir: str, plan_path: str, realized_path: str, realized
 
 def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
     """Write ``module`` (a loaded :class:`fact.runtime.FactModule`) as an artifact at
-    ``path``: every file of the artifact it was loaded from, and ``params.pt`` with the
-    module's tensors as they are now (on the CPU). Returns the path.
+    ``path``: every file of the artifact it was loaded from, ``params.pt`` with the
+    module's tensors as they are now (on the CPU), and ``module.py``, its generated source.
+    Returns the path.
 
     Raises:
         fact.runtime.ArtifactError: the module was not loaded from an artifact.
@@ -80,6 +82,7 @@ def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
     tensors = {p["target"]: getattr(module, p["name"]) for p in module.graph["params"]}
     torch.save({k: v.detach().cpu() for k, v in tensors.items()},
                os.path.join(dst, PARAMS_FILE))
+    module.write_source(dst)
     return dst
 
 

@@ -318,6 +318,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         compile_artifact(lifted, user, policy, options, program=program, graph=graph,
                          require_patterns=True)
     module = load_artifact(artifact, lifted, factc=opts.factc)
+    if getattr(module, "artifact_dir", None) == artifact and module.bindings:
+        module.write_source(artifact)  # the generated module's readable source, module.py
     # As fact.optimize does: a kernel realize could only compare with a bound of its ATen
     # path (attention) is timed against its own ATen nodes, and disabled when slower.
     checked = check_aten_paths(module, user, policy)

@@ -482,6 +482,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         raise GpuRequired(len(realized.get("patterns", [])), _compiled_count(realized),
                           realized.get("cache") or "factc default", out_dir=options.out_dir)
     module = load(artifact, model)
+    module.write_source(artifact)  # the generated module's readable source, module.py
     # Kernels realize could only compare with a bound of their ATen path are timed against
     # it here, in the module; a slower one is disabled before anything is verified or timed.
     aten_checks = check_aten_paths(module, inputs, policy, options.trials)

@@ -120,6 +120,12 @@ void compose(const ComposeOptions& opt) {
     patterns.push_back(m);
   }
   manifest["patterns"] = patterns;
+  // Nodes the canonical form dropped outside every pattern: the generated module leaves them
+  // out (docs/05-composition.md, "The generated module").
+  json dropped = json::array();
+  for (const auto& f : plan.value("fallback", json::array()))
+    if (f.contains("same_as")) dropped.push_back(json{{"node", f.at("node")}, {"same_as", f.at("same_as")}});
+  manifest["dropped"] = dropped;
 
   if (!objects.empty()) {
     const auto tc = realize::find_toolchain(opt.nvcc, "");

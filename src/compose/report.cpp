@@ -23,6 +23,18 @@ std::string problem_text(const json& m) {
   const families::Family* f = family_of(m);
   return f ? f->problem_text(m.at("problem")) : m.at("problem").dump();
 }
+// The report's compile and tune seconds of a realized pattern: a kernel shared with an
+// earlier pattern is charged there, a problem tuned for an earlier pattern is its tuning.
+std::string compile_text(const json& r) {
+  std::string s = num(r.value("compile_s", json()), "{:.1f}");
+  std::string with;
+  for (const auto& id : r.value("shares_kernels_with", json::array())) with += (with.empty() ? "" : ", ") + id.get<std::string>();
+  return with.empty() ? s : s + " (kernels of " + with + ")";
+}
+std::string tune_text(const json& r) {
+  return r.contains("tuned_with") ? "tuned with " + r.at("tuned_with").get<std::string>()
+                                  : num(r.value("tune_s", json()), "{:.1f}");
+}
 }  // namespace
 
 Outcome outcome_of(const json& r) {
@@ -58,8 +70,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
                      m.at("kernel").is_null() ? "ATen" : m.at("kernel").get<std::string>(), m.value("impl", ""),
                      num(m.value("vendor_ms", json())), num(m.value("time_ms", json())),
                      timed ? fmt::format("{:.2f}x", m.at("vendor_ms").get<double>() / m.at("time_ms").get<double>()) : "-",
-                     num(m.value("max_rel_err", json()), "{:.2e}"), num(r.value("compile_s", json()), "{:.1f}"),
-                     num(r.value("tune_s", json()), "{:.1f}"));
+                     num(m.value("max_rel_err", json()), "{:.2e}"), compile_text(r), tune_text(r));
   }
   // Each family's note under the table, when one of its patterns is in it.
   std::vector<bool> mine(families::families().size(), false);

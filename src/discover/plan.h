@@ -40,9 +40,12 @@ struct RejectedNode {
   std::string node, op, rule, reason;
 };
 
-/// A node no pattern covers; it stays an ATen op.
+/// A node no pattern covers; it stays an ATen op (or, when the canonical form dropped it,
+/// the runtime leaves it out: `same_as` names the value its output equals, "" for a node
+/// whose output nothing reads).
 struct FallbackNode {
   std::string node, op, reason;
+  std::optional<std::string> same_as;  // set only for nodes the canonical form dropped
 };
 
 struct Plan {

@@ -37,8 +37,10 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   }
   for (const RejectedNode& r : plan.rejected)
     rejected.push_back(json{{"node", r.node}, {"op", r.op}, {"rule", r.rule}, {"reason", r.reason}});
-  for (const FallbackNode& f : plan.fallback)
+  for (const FallbackNode& f : plan.fallback) {
     fallback.push_back(json{{"node", f.node}, {"op", f.op}, {"reason", f.reason}});
+    if (f.same_as) fallback.back()["same_as"] = *f.same_as;
+  }
   return json{{"format", "fact.plan"},
               {"version", kPlanFormatVersion},
               {"graph", plan.graph},

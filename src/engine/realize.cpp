@@ -1,5 +1,6 @@
 #include "engine/realize.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -232,6 +233,16 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   }
 }
 
+// A pattern whose tuning problem an earlier pattern of this run had: that one's candidates,
+// verification and winner, tuned once.
+void take_tuning(PatternWork& w, const PatternWork& first) {
+  for (const char* f : {"candidates", "verification", "winner", "winner_impl", "registry"})
+    if (first.out.contains(f)) w.out[f] = first.out.at(f);
+  w.out["tune_s"] = 0.0;
+  w.out["tuned_with"] = first.id;
+  std::fprintf(stderr, "realize %s: the problem of %s, tuned once\n", w.id.c_str(), first.id.c_str());
+}
+
 void print_summary(const std::vector<PatternWork>& work, const std::map<std::string, BuildResult>& built,
                    double build_wall, bool gpu, const fs::path& cache) {
   // Each kernel once, however many patterns share it.
@@ -257,6 +268,27 @@ void print_summary(const std::vector<PatternWork>& work, const std::map<std::str
 }
 
 }  // namespace
+
+std::vector<CompileCharge> charge_compile(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& patterns,
+    const std::map<std::string, BuildResult>& built) {
+  std::map<std::string, std::string> first;  // kernel -> the pattern charged for it
+  std::vector<CompileCharge> out;
+  for (const auto& [id, kernels] : patterns) {
+    CompileCharge c;
+    for (const auto& name : kernels) {
+      const auto [it, fresh] = first.emplace(name, id);
+      if (fresh) {
+        const auto b = built.find(name);
+        if (b != built.end() && !b->second.cached) c.seconds += b->second.seconds;
+      } else if (std::find(c.shares_with.begin(), c.shares_with.end(), it->second) == c.shares_with.end()) {
+        c.shares_with.push_back(it->second);
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 int run_realize(const RealizeOptions& given) {
   const json plan = json::parse(read_file(given.plan), nullptr, false);
@@ -297,17 +329,26 @@ int run_realize(const RealizeOptions& given) {
   // entirely never allocates tuning buffers or a cuBLAS handle.
   std::unique_ptr<GpuContext> ctx;
   std::unique_ptr<registry::Registry> reg = gpu && opt.use_registry ? open_registry(cache) : nullptr;
-  for (auto& w : work) {
-    double compile_s = 0;
-    for (const auto& name : w.kernels()) {
-      const auto& b = built.at(name);
-      if (!b.cached) compile_s += b.seconds;
-    }
-    w.out["compile_s"] = compile_s;
+  // A kernel's compile seconds go to the first pattern that asked for it; a pattern with the
+  // problem of an earlier one (q, k and v projections of one width) takes that one's tuning.
+  std::vector<std::pair<std::string, std::vector<std::string>>> asked;
+  for (const auto& w : work) asked.emplace_back(w.id, w.kernels());
+  const std::vector<CompileCharge> charges = charge_compile(asked, built);
+  std::map<std::string, size_t> tuned_by_problem;  // tuning problem -> index into `work`
+  for (size_t i = 0; i < work.size(); ++i) {
+    PatternWork& w = work[i];
+    w.out["compile_s"] = charges[i].seconds;
+    if (!charges[i].shares_with.empty()) w.out["shares_kernels_with"] = charges[i].shares_with;
     if (!w.invalid.empty()) {
       w.out["candidates"] = json::array();
       w.out["winner"] = nullptr;
       w.out["winner_impl"] = nullptr;
+      continue;
+    }
+    const std::string problem = w.realization->tuning_problem(w.out.at("problem")).dump();
+    const auto [first, inserted] = tuned_by_problem.emplace(problem, i);
+    if (!inserted && gpu) {
+      take_tuning(w, work[first->second]);
     } else if (!gpu) {
       report_builds(w, built);
     } else {

@@ -71,6 +71,31 @@ TEST_F(ComposeTest, VendorWinnerStaysAtenAndTheReportSaysWhy) {
   EXPECT_NE(report.find("the vendor path was fastest"), std::string::npos);
 }
 
+TEST_F(ComposeTest, NodesTheCanonicalFormDroppedAreListedForTheRuntime) {
+  plan["fallback"].push_back({{"node", "to"}, {"op", "aten.to.dtype"}, {"same_as", "x"},
+                              {"reason", "the canonical form drops it: a cast to its own dtype, same as %x"}});
+  plan["fallback"].push_back({{"node", "check"}, {"op", "aten._assert_tensor_metadata.default"}, {"same_as", ""},
+                              {"reason", "the canonical form drops it: an assertion"}});
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  EXPECT_EQ(manifest.at("dropped"), json::parse(R"([{"node": "to", "same_as": "x"}, {"node": "check", "same_as": ""}])"));
+}
+
+TEST_F(ComposeTest, TheReportSaysWhichPatternsShareKernelsAndTuning) {
+  json p1 = plan["patterns"][0];
+  p1["id"] = "p1", p1["nodes"] = {"mm_1"}, p1["output"] = "mm_1";
+  plan["patterns"].push_back(p1);
+  realized["patterns"][0]["compile_s"] = 41.0, realized["patterns"][0]["tune_s"] = 2.5;
+  json r1 = realized["patterns"][0];
+  r1["id"] = "p1", r1["compile_s"] = 0.0, r1["tune_s"] = 0.0;
+  r1["shares_kernels_with"] = {"p0"}, r1["tuned_with"] = "p0";
+  realized["patterns"].push_back(r1);
+  fact::compose::run_compose(options());
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("| 41.0 | 2.5 |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 0.0 (kernels of p0) | tuned with p0 |"), std::string::npos) << report;
+}
+
 TEST_F(ComposeTest, RealizedWithoutGpuIsRefused) {
   realized["gpu"] = nullptr;
   EXPECT_NE(error_of(options()).find("without a GPU"), std::string::npos);

@@ -77,3 +77,24 @@ TEST(RealizePlan, APatternOfTheWrongTypeIsAnErrorNotACrash) {
   }
   fs::remove_all(dir);
 }
+
+TEST(RealizePlan, SharedKernelsAreChargedToTheFirstPatternThatAsks) {
+  // q, k, v projections of one width: the same kernels; p3 another problem, one kernel cached.
+  std::map<std::string, fact::realize::BuildResult> built;
+  auto add = [&](const std::string& name, double s, bool cached) {
+    fact::realize::BuildResult b;
+    b.name = name, b.ok = true, b.seconds = s, b.cached = cached;
+    built[name] = b;
+  };
+  add("k1", 40, false), add("k2", 30, false), add("k3", 50, false), add("k4", 45, true);
+  const auto c = fact::realize::charge_compile(
+      {{"p0", {"k1", "k2"}}, {"p1", {"k1", "k2"}}, {"p2", {"k2", "k1"}}, {"p3", {"k3", "k4", "k1"}}}, built);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c[0].seconds, 70);
+  EXPECT_TRUE(c[0].shares_with.empty());
+  EXPECT_DOUBLE_EQ(c[1].seconds, 0);
+  EXPECT_EQ(c[1].shares_with, std::vector<std::string>{"p0"});
+  EXPECT_DOUBLE_EQ(c[2].seconds, 0);
+  EXPECT_DOUBLE_EQ(c[3].seconds, 50);  // k4 came from the cache, k1 is p0's
+  EXPECT_EQ(c[3].shares_with, std::vector<std::string>{"p0"});
+}

@@ -176,7 +176,8 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
   for (const auto& d : c.dropped)
     if (!joined.contains(d.node))
       plan.fallback.push_back({d.node, d.op, "the canonical form drops it: " + d.why +
-                                                 (d.same_as.empty() ? "" : ", same as %" + d.same_as)});
+                                                 (d.same_as.empty() ? "" : ", same as %" + d.same_as),
+                               d.same_as});
   std::stable_sort(plan.fallback.begin(), plan.fallback.end(),
                    [&](const auto& a, const auto& b) { return r.position.at(a.node) < r.position.at(b.node); });
 }

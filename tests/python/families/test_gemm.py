@@ -167,29 +167,27 @@ def test_kernel_error_code_is_raised_with_kernel_name(tmp_path, fake_library: st
         fm(torch.randn(4, 16))
 
 
-def test_repeated_arguments_skip_can_implement(tmp_path, fake_library: str) -> None:
+def test_checks_are_kept_per_signature(tmp_path, fake_library: str) -> None:
+    """can_implement runs once per shape/stride/dtype/alignment signature: new tensors of a
+    signature seen before (new addresses, new D) skip it; a misaligned view is a new
+    signature, refused by the family's check, and its answer is kept too."""
     art, model = _cutlass_artifact(tmp_path, fake_library)
     fm = load(art, model)
     binding = fm.bindings["p0"]
     binding.device_type = "cpu"
     calls = ctypes.c_int.in_dll(ctypes.CDLL(os.path.join(art, "libfact_kernels.so")),
                                 "fk_can_implement_calls")
-    x = torch.randn(4, 16)
-    values = {"x": x, "p_fc_weight": fm.p_fc_weight, "p_fc_bias": fm.p_fc_bias}
-    inputs = [values[n] for n in binding.input_names]
-    first = fm(x)
-    first_args = binding.args(inputs, first)
-    torch.testing.assert_close(first, model(x), rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        x = torch.randn(4, 16)
+        torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert calls.value == 1 and fm.fallback_counts() == {"p0": 0}
+    base = torch.randn(4 * 16 + 1)
+    for _ in range(2):
+        x = base[1:].view(4, 16)  # 4 bytes past a 16-byte boundary, the plan's strides
+        assert torch.equal(fm(x), model(x))
+    assert fm.fallback_reasons() == {"p0": {"x is not 16-byte aligned": 2}}
     assert calls.value == 1
-    del first
-    second = fm(x)
-    second_args = binding.args(inputs, second)
-    torch.testing.assert_close(second, model(x), rtol=1e-5, atol=1e-5)
-    # The arguments hold D's pointer: only an identical call (the same FactGemmArgs, D
-    # included) skips the check. The arguments are compared, not D's address alone: the
-    # allocator may hand out the old address while the kernel saw another one.
-    assert calls.value == (1 if bytes(second_args) == bytes(first_args) else 2)
-    assert fm.fallback_counts() == {"p0": 0}
+    assert len(binding._checked) == 2
 
 
 def test_args_struct_matches_the_c_header(fake_library: str) -> None:
