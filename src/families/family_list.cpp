@@ -12,10 +12,11 @@ namespace fact::families {
 const Family& gemm();       // src/families/gemm/family.cpp: CUTLASS sm90 GEMMs with fused epilogue trees
 const Family& attention();  // src/families/attention/family.cpp: FACT's fused attention kernels
 const Family& norm();       // src/families/norm/family.cpp: LayerNorm / RMSNorm rows, with the residual add
+const Family& rope();       // src/families/rope/family.cpp: rotary position embeddings of q or k
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> list = [] {
-    std::vector<const Family*> l{&gemm(), &attention(), &norm()};
+    std::vector<const Family*> l{&gemm(), &attention(), &norm(), &rope()};
     std::set<std::string_view> names;
     for (const Family* f : l) {
       if (!names.insert(f->name()).second) throw Error("kernel family " + std::string(f->name()) + " listed twice");
