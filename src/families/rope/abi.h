@@ -14,7 +14,8 @@
  *     out[j] = x[j] cos[j] - x[j + 1] sin[j]      j even
  *     out[j] = x[j] cos[j] + x[j - 1] sin[j]      j odd
  *
- * computed in fp32 and rounded once to the element type. The kernel fixes the form,
+ * computed in fp32 and rounded once to the element type; out must not overlap x, cos or sin
+ * (they are read through the read-only cache). The kernel fixes the form,
  * head_dim and the element type of all four tensors (its name says which); out is written
  * with its own strides, so the kernel writes the layout the graph recorded for it.
  * Return codes: 0 ok; 10000 + cudaError_t for CUDA errors; FACT_ROPE_ERR_* below.
