@@ -157,8 +157,6 @@ class KernelBinding:
         self.recorded_inputs: list[torch.Tensor] | None = None
         self.kernel_name = pattern.get("kernel", pattern["id"])
         self.call = family.bind(pattern, self.input_names, expected)
-        self._out_shape = list(out_type["shape"])
-        self._out_dtype = DTYPE_BY_NAME[out_type["dtype"]]
         # signature -> (reason the kernel cannot take such inputs or "", workspace bytes).
         self._checked: dict[tuple, tuple[str, int]] = {}
 
@@ -242,7 +240,8 @@ class KernelBinding:
         """Run the kernel on ``inputs`` (or the ATen fallback, counted with its reason).
 
         Returns:
-            A new contiguous tensor of the pattern output's graph shape and dtype; with
+            A new tensor of the pattern output's graph shape and dtype (:func:`new_output`:
+            contiguous unless the family writes the graph's strides); with
             extra outputs, a list: that tensor, then one per extra output (role order).
 
         Raises:
@@ -286,7 +285,7 @@ class KernelBinding:
         """New output tensors (the output, the extra outputs by role) on the inputs' device
         and the family's arguments structure writing them."""
         device = inputs[0].device
-        out = torch.empty(self._out_shape, dtype=self._out_dtype, device=device)
+        out = new_output(self.out_type, self.family, device)
         if not self.extra_types:
             return self.args(inputs, out), out, {}
         extra = {role: torch.empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]], device=device)
@@ -338,6 +337,16 @@ class FactKernel(torch.nn.Module):
                 f"inputs {', '.join(b.input_names)}")
 
 
+def new_output(t: dict, family: Family, device: torch.device) -> torch.Tensor:
+    """An empty tensor of graph type ``t`` on ``device``: contiguous, or with the graph's
+    strides ``t["strides"]`` when ``family.graph_strided_output`` (the layout the pattern
+    reading it was planned for)."""
+    dtype = DTYPE_BY_NAME[t["dtype"]]
+    if family.graph_strided_output and t.get("strides") is not None:
+        return torch.empty_strided(t["shape"], t["strides"], dtype=dtype, device=device)
+    return torch.empty(t["shape"], dtype=dtype, device=device)
+
+
 # ------------------------------------------------------------ custom op registry
 
 _lock = threading.Lock()
@@ -357,7 +366,7 @@ def fact_op(pattern_id: str) -> Callable:
     """The custom op ``fact::<pattern_id>``, defined on first use.
 
     Its schema is ``(Tensor[] inputs, int handle) -> Tensor``; its fake implementation
-    returns an empty tensor of the pattern output's shape and dtype.
+    returns an empty tensor of the pattern output's shape and dtype (:func:`new_output`).
     """
     if not pattern_id.isidentifier():
         raise ValueError(f"pattern id {pattern_id!r} is not a valid op name")
@@ -371,8 +380,8 @@ def fact_op(pattern_id: str) -> Callable:
 
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
-            t = _bindings[handle].out_type
-            return inputs[0].new_empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]])
+            b = _bindings[handle]
+            return new_output(b.out_type, b.family, inputs[0].device)
 
         _ops[pattern_id] = _op
         return _op

@@ -135,6 +135,17 @@ const CandidateOutcome* fastest_kernel_else_bound(const std::vector<CandidateOut
 void compose_tailless_winner(std::string_view family, const std::string& id, const nlohmann::json& r,
                              const nlohmann::json& w, nlohmann::json& m);
 
+/// The report section of a family whose vendor candidate is a copy bound
+/// (engine/copy_bound.h: norm, rope): "\n## <title>\n\n" and one line per manifest pattern
+/// of `family` — its problem (`text`), then the kernel that replaces its nodes (and its time)
+/// or why it was left to ATen (realized.json's `cutlass_unavailable`, else no verified kernel).
+std::string copy_bound_report_section(std::string_view family, std::string_view title, const nlohmann::json& realized,
+                                      const nlohmann::json& manifest,
+                                      std::string (*text)(const nlohmann::json& problem));
+
+/// The table note of such a family: its vendor ms is a lower bound of the ATen nodes.
+std::string copy_bound_table_note(std::string_view family);
+
 /// Every family FACT ships, in the order of family_list.cpp (the order their rules run and
 /// their report sections appear). Throws fact::Error at first use on a duplicate name.
 const std::vector<const Family*>& families();

@@ -1,6 +1,7 @@
 """examples/blocks/: each block at its CI size exports, runs like its eager self, and is
-discovered by the real engine with every Linear inside a GEMM pattern and every norm (with
-the residual add feeding it) inside a norm pattern."""
+discovered by the real engine with every Linear inside a GEMM pattern, every norm (with
+the residual add feeding it) inside a norm pattern and, in the Llama block, the rotary
+embedding of q and of k each one rope pattern whose output the attention reads."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ def test_each_block_is_discovered_with_every_linear_in_a_gemm(name, repo_root, f
     assert len(linears) == expected
     assert linears <= in_gemm, sorted(linears - in_gemm)
     _check_norms(name, graph, plan)
+    _check_rope(name, graph, plan)
 
 
 def _check_norms(name: str, graph: dict, plan: dict) -> None:
@@ -79,6 +81,26 @@ def _check_norms(name: str, graph: dict, plan: dict) -> None:
         assert len(with_add) == 2 and sums == [None, None]
     else:  # pre-norm: the sum is the next residual
         assert len(with_add) == 1 and sums[0] is not None
+
+
+def _check_rope(name: str, graph: dict, plan: dict) -> None:
+    """Llama: two rope patterns (q: 4 heads, k: 2 heads of 32, half-split), holding every
+    slice, neg and cat of rotate_half, their outputs the attention's q and k; none elsewhere."""
+    ropes = [p for p in plan["patterns"] if p["rule"] == "rope"]
+    if name != "llama3_8b_block":
+        assert ropes == []
+        return
+    assert len(ropes) == 2, [r for r in plan["rejected"] if r["rule"] == "rope"]
+    rotation = {n["name"] for n in graph["nodes"]
+                if n["op"] in ("aten.slice.Tensor", "aten.neg.default", "aten.cat.default")}
+    assert rotation <= {n for p in ropes for n in p["nodes"]}
+    assert sorted(p["problem"]["dims"][1] for p in ropes) == [2, 4]
+    assert {(p["problem"]["form"], p["problem"]["head_dim"]) for p in ropes} == {("half", 32)}
+    (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
+    assert {attn["operands"]["q"], attn["operands"]["k"]} == {p["output"] for p in ropes}
+    for p in ropes:  # written in the layout the attention was planned to read
+        role = "q" if attn["operands"]["q"] == p["output"] else "k"
+        assert p["problem"]["strides"]["out"] == attn["problem"]["strides"][role]
 
 
 @pytest.mark.parametrize("name", BLOCKS)

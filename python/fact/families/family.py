@@ -83,6 +83,9 @@ class Family(abc.ABC):
         aten_check_by_default: realize compares its kernels with a bound of their ATen path
             only, so the module times them against their ATen nodes (:mod:`fact.aten_check`)
             even when the manifest entry predates the ``"aten_check"`` mark.
+        graph_strided_output: the kernel writes its output with the strides the graph
+            recorded for it (the runtime allocates it so), not contiguously: the layout the
+            pattern reading it was planned for.
     """
 
     name: str
@@ -92,6 +95,7 @@ class Family(abc.ABC):
     roles: tuple[str, ...]
     errors: Mapping[int, str]
     aten_check_by_default: bool = False
+    graph_strided_output: bool = False
 
     def __repr__(self) -> str:
         return f"<kernel family {self.name}>"
