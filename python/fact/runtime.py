@@ -13,7 +13,10 @@ The module interprets ``graph.json`` node by node:
   fused elementwise tail; :mod:`fact.families.attention`: fused attention, whose causal
   masks proven from a registered buffer are re-checked at load,
   :meth:`FactModule.check_causal_buffers`);
-- a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work).
+- a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work);
+  when its GEMM's elementwise tail runs as one generated kernel after it, the entry's
+  ``"tail"`` is a manifest pattern of its own (``impl: "cutlass"``, id ``<id>_tail``) that
+  runs the tail's nodes through ``fact::<id>_tail`` (:func:`kernel_patterns`).
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
 when a model is given, else from ``artifact/params.pt`` (a ``{target: tensor}`` dict that
@@ -32,13 +35,28 @@ from fact.families import family_of
 from fact.kernels import KernelBinding, KernelLibrary, fact_multi_op, fact_op, register_binding
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
-           "resolve_op", "PARAMS_FILE"]
+           "resolve_op", "kernel_patterns", "PARAMS_FILE"]
 
 PARAMS_FILE = "params.pt"
 
 
 class ArtifactError(RuntimeError):
     """The artifact is incomplete or inconsistent; the message names the file or value."""
+
+
+def kernel_patterns(manifest: Mapping | None) -> list[dict]:
+    """The manifest entries whose nodes a FACT kernel runs, in manifest order: the patterns
+    with ``impl: "cutlass"``, and the ``"tail"`` entry (itself ``impl: "cutlass"``) of a
+    vendor pattern whose elementwise tail runs as one generated kernel after the vendor GEMM
+    (docs/05-composition.md, "Vendor GEMM, fused tail"). The entries are the manifest's own
+    dicts, so updating one updates the manifest."""
+    out = []
+    for p in (manifest or {}).get("patterns", []):
+        if p.get("impl") == "cutlass":
+            out.append(p)
+        elif isinstance(p.get("tail"), dict) and p["tail"].get("impl") == "cutlass":
+            out.append(p["tail"])
+    return out
 
 
 class _Ref:
@@ -258,9 +276,7 @@ class FactModule(torch.nn.Module):
         params = {p["name"]: p for p in self.graph["params"]}
         kernel_at: dict[str, _KernelNode] = {}  # output node name -> kernel step
         skipped: set[str] = set()
-        for pat in (manifest or {}).get("patterns", []):
-            if pat.get("impl") != "cutlass":
-                continue
+        for pat in kernel_patterns(manifest):
             members = [nodes[n] for n in pat["nodes"] if n in nodes]
             if len(members) != len(pat["nodes"]):
                 raise ArtifactError(f"pattern {pat['id']}: nodes {pat['nodes']} not all in "
@@ -447,7 +463,7 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None) 
     graph = _read_json(os.path.join(artifact_dir, manifest.get("graph", "graph.json")),
                        "fact.graph")
     library = None
-    if any(p.get("impl") == "cutlass" for p in manifest.get("patterns", [])):
+    if kernel_patterns(manifest):
         lib_path = os.path.join(artifact_dir, manifest.get("library", "libfact_kernels.so"))
         if not os.path.isfile(lib_path):
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")

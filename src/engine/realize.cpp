@@ -37,6 +37,10 @@ struct PatternWork {
     static const std::vector<std::string> none;
     return realization ? realization->kernels : none;
   }
+  const std::vector<std::string>& companions() const {
+    static const std::vector<std::string> none;
+    return realization ? realization->companions : none;
+  }
 };
 
 void print_progress(const BuildResult& r, int done, int total) {
@@ -111,8 +115,12 @@ std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, 
   check_plan(plan, "plan");
   std::vector<PlannedPattern> out;
   for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
-    if (w.realization) out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->unsupported)});
-    else out.push_back({w.id, {}, w.invalid});
+    if (w.realization) {
+      out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->companions),
+                     std::move(w.realization->unsupported)});
+    } else {
+      out.push_back({w.id, {}, {}, w.invalid});
+    }
   }
   return out;
 }
@@ -177,6 +185,11 @@ json candidate_entry(const CandidateOutcome& o, const std::map<std::string, Buil
     std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
   }
   if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
+  if (!o.companion.empty()) {
+    json k{{"kernel", o.companion}};
+    if (auto it = built.find(o.companion); it != built.end()) set_build_fields(k, it->second);
+    c["companion"] = k;
+  }
   return c;
 }
 
@@ -299,9 +312,11 @@ int run_realize(const RealizeOptions& given) {
   std::unique_ptr<registry::Registry> reg = gpu && opt.use_registry ? open_registry(cache) : nullptr;
   for (auto& w : work) {
     double compile_s = 0;
-    for (const auto& name : w.kernels()) {
-      const auto& b = built.at(name);
-      if (!b.cached) compile_s += b.seconds;
+    for (const auto* names : {&w.kernels(), &w.companions()}) {
+      for (const auto& name : *names) {
+        const auto& b = built.at(name);
+        if (!b.cached) compile_s += b.seconds;
+      }
     }
     w.out["compile_s"] = compile_s;
     if (!w.invalid.empty()) {
