@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <set>
 
 #include "base/error.h"
@@ -24,6 +25,11 @@ GemmProblem with_layouts(GemmProblem p, Layout a, Layout b) {
   p.layout_a = a;
   p.layout_b = b;
   return p;
+}
+
+// Every one of `parts` occurs in the generated source `src`.
+void expect_in_source(const std::string& src, std::initializer_list<std::string> parts) {
+  for (const auto& part : parts) EXPECT_NE(src.find(part), std::string::npos) << part;
 }
 
 std::set<std::string> staging_of(const std::vector<GemmFamilyKey>& fs) {
@@ -338,20 +344,14 @@ TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
   EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_3xtf32_crr-stAB_128x256x32_2x1x1_coop_streamk_lincomb-align1");
   EXPECT_FALSE(gemm_transposes_problem(f));
   const std::string src = render_gemm_sm90(f, c);
-  EXPECT_NE(src.find("using LayoutA = cutlass::layout::RowMajor"), std::string::npos);
-  EXPECT_NE(src.find("using LayoutB = cutlass::layout::ColumnMajor"), std::string::npos);
-  EXPECT_NE(src.find("kCallerARowMajor = false"), std::string::npos);
-  EXPECT_NE(src.find("kCallerBRowMajor = true"), std::string::npos);
-  EXPECT_NE(src.find("kSplit = 3;"), std::string::npos);
-  EXPECT_NE(src.find("AlignmentD = 1;"), std::string::npos);
-  EXPECT_NE(src.find("kStreamK = true"), std::string::npos);
+  expect_in_source(src, {"using LayoutA = cutlass::layout::RowMajor", "using LayoutB = cutlass::layout::ColumnMajor",
+                         "kCallerARowMajor = false", "kCallerBRowMajor = true", "kSplit = 3;", "AlignmentD = 1;",
+                         "kStreamK = true", "using ElementA = float;"});
   // The staging kernels live in a namespace of the kernel's own symbol (one library holds
   // many kernels): the element-by-element copy and the 16-byte-vector one.
-  EXPECT_NE(src.find("namespace st = " + kernel_symbol(gemm_kernel_name(f, c)) + "_staging;"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand<kSplit, IsB, Out>"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, true, Out>"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, false, Out>"), std::string::npos);
-  EXPECT_NE(src.find("using ElementA = float;"), std::string::npos);
+  expect_in_source(src, {"namespace st = " + kernel_symbol(gemm_kernel_name(f, c)) + "_staging;",
+                         "st::stage_operand<kSplit, IsB, Out>", "st::stage_operand_v4<kSplit, IsB, true, Out>",
+                         "st::stage_operand_v4<kSplit, IsB, false, Out>"});
   // PDL after staging only for persistent kernels: CUTLASS's stream-K scheduler does not
   // compile with CUTLASS_ENABLE_GDC_FOR_SM90, and an unstaged GEMM has no copy to overlap.
   EXPECT_NE(src.find("#define FACT_PDL 0"), std::string::npos);
@@ -379,14 +379,9 @@ TEST(Codegen, Fp32UnderBf16RoundsInTheStagingCopyAndWritesFp32) {
   GemmConfig c{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
   EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_bf16_rcr-stAB_128x256x64_1x1x1_coop_persistent_lincomb-biasn");
   const std::string src = render_gemm_sm90(f, c);
-  EXPECT_NE(src.find("using ElementIn = float;"), std::string::npos);
-  EXPECT_NE(src.find("using ElementA = cutlass::bfloat16_t;"), std::string::npos);
-  EXPECT_NE(src.find("using ElementB = cutlass::bfloat16_t;"), std::string::npos);
-  EXPECT_NE(src.find("using ElementD = float;"), std::string::npos);
-  EXPECT_NE(src.find("kStageA = true"), std::string::npos);
-  EXPECT_NE(src.find("kStageB = true"), std::string::npos);
-  EXPECT_NE(src.find("operand staging: A and B, rounded to bfloat16"), std::string::npos);
-  EXPECT_NE(src.find("#define FACT_PDL 1"), std::string::npos);
+  expect_in_source(src, {"using ElementIn = float;", "using ElementA = cutlass::bfloat16_t;",
+                         "using ElementB = cutlass::bfloat16_t;", "using ElementD = float;", "kStageA = true",
+                         "kStageB = true", "operand staging: A and B, rounded to bfloat16", "#define FACT_PDL 1"});
   // The kernel differs from the bf16-input one of the same configuration.
   GemmFamilyKey native{"bf16", DType::bf16, Layout::Row, Layout::Col, true};
   EXPECT_NE(gemm_kernel_name(native, c), gemm_kernel_name(f, c));
