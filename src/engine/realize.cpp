@@ -211,7 +211,9 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   if (g.reg) {
     try {
       key = tuning_key(w.realization->tuning_problem(w.out.at("problem")), g.gpu, g.tc, g.opt.policy);
-      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, w.kernels(), w.out)) {
+      std::vector<std::string> kernels = w.kernels();
+      kernels.insert(kernels.end(), w.companions().begin(), w.companions().end());
+      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, kernels, w.out)) {
         std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(), hit->winner.c_str(),
                      hit->created.c_str());
         return;

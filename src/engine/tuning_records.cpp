@@ -53,6 +53,8 @@ bool replay_record(const registry::TuningRecord& record,
   // widened space) could win: tune again.
   std::set<std::string> tuned;
   for (const auto& c : record.candidates) {
+    // A companion kernel the record's candidates ran (a vendor GEMM's tail kernel).
+    if (c.contains("companion") && c.at("companion").is_object()) tuned.insert(c.at("companion").value("kernel", ""));
     if (c.value("impl", "") != "cutlass") continue;
     GemmRuntime rt;
     const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
