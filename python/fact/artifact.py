@@ -96,10 +96,10 @@ def aten_module(artifact_dir: str, model: torch.nn.Module | None, reason: str):
     marked ``impl: "aten"`` with ``reason`` in the module's manifest, and the kernel library
     is not opened."""
     from fact.runtime import FactModule, _param_values, _read_json
+    from fact.runtime import kernel_patterns
     manifest = _manifest(artifact_dir)
-    for p in manifest.get("patterns", []):
-        if p.get("impl") == "cutlass":
-            p.update(impl="aten", aten_reason=reason)
+    for p in kernel_patterns(manifest):
+        p.update(impl="aten", aten_reason=reason)
     graph = _read_json(os.path.join(artifact_dir, manifest.get("graph", "graph.json")),
                        "fact.graph")
     module = FactModule(graph, _param_values(graph, model, artifact_dir), manifest, None)
@@ -196,7 +196,8 @@ def load_artifact(artifact_dir: str | os.PathLike, model: torch.nn.Module | None
     """
     artifact_dir = os.fspath(artifact_dir)
     manifest = _manifest(artifact_dir)
-    if not any(p.get("impl") == "cutlass" for p in manifest.get("patterns", [])):
+    from fact.runtime import kernel_patterns
+    if not kernel_patterns(manifest):
         return _load_as_is(artifact_dir, model)
     recorded = read_environment(artifact_dir)
     if recorded is None:

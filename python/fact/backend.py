@@ -333,8 +333,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
                           f"float64 ({checks['fact'].reason})")
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
-    kernels = sum(1 for p in (module.manifest or {}).get("patterns", [])
-                  if p.get("impl") == "cutlass")
+    from fact.runtime import kernel_patterns
+    kernels = len(kernel_patterns(module.manifest))
     logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s)", key,
                 len((module.manifest or {}).get("patterns", [])), kernels)
     returned = out_node.args[0]

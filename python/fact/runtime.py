@@ -16,6 +16,9 @@ is :meth:`FactModule.source`, written into the artifact as ``module.py``):
   registered buffer are re-checked at load, :meth:`FactModule.check_causal_buffers`);
   operands that do not fit run the pattern's ATen nodes (a generated module of its own);
 - a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work);
+  when its GEMM's elementwise tail runs as one generated kernel after it, the entry's
+  ``"tail"`` is a manifest pattern of its own (``impl: "cutlass"``, id ``<id>_tail``) that
+  runs the tail's nodes through ``fact::<id>_tail`` (:func:`kernel_patterns`);
 - on CUDA, with static shapes and nothing that waits for the device, calls replay one
   captured CUDA graph (:mod:`fact.cuda_graph`).
 
@@ -40,7 +43,7 @@ from fact.module_gen import (GenerationError, KernelSite, drop_identities, gener
                              generate_nodes, node_inputs)
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
-           "resolve_op", "PARAMS_FILE", "MODULE_SOURCE_FILE"]
+           "resolve_op", "kernel_patterns", "PARAMS_FILE", "MODULE_SOURCE_FILE"]
 
 PARAMS_FILE = "params.pt"
 #: The generated module's readable source in an artifact (:meth:`FactModule.write_source`).
@@ -49,6 +52,21 @@ MODULE_SOURCE_FILE = "module.py"
 
 class ArtifactError(RuntimeError):
     """The artifact is incomplete or inconsistent; the message names the file or value."""
+
+
+def kernel_patterns(manifest: Mapping | None) -> list[dict]:
+    """The manifest entries whose nodes a FACT kernel runs, in manifest order: the patterns
+    with ``impl: "cutlass"``, and the ``"tail"`` entry (itself ``impl: "cutlass"``) of a
+    vendor pattern whose elementwise tail runs as one generated kernel after the vendor GEMM
+    (docs/05-composition.md, "Vendor GEMM, fused tail"). The entries are the manifest's own
+    dicts, so updating one updates the manifest."""
+    out = []
+    for p in (manifest or {}).get("patterns", []):
+        if p.get("impl") == "cutlass":
+            out.append(p)
+        elif isinstance(p.get("tail"), dict) and p["tail"].get("impl") == "cutlass":
+            out.append(p["tail"])
+    return out
 
 
 def resolve_op(name: str) -> Callable:
@@ -198,9 +216,7 @@ class FactModule(torch.nn.Module):
                 types[o["name"]] = o["type"]
         params = {p["name"]: p for p in self._graph["params"]}
         sites: list[KernelSite] = []
-        for pat in (manifest or {}).get("patterns", []):
-            if pat.get("impl") != "cutlass":
-                continue
+        for pat in kernel_patterns(manifest):
             members = [nodes[n] for n in pat["nodes"] if n in nodes]
             if len(members) != len(pat["nodes"]):
                 raise ArtifactError(f"pattern {pat['id']}: nodes {pat['nodes']} not all in "
@@ -396,7 +412,7 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
     graph = _read_json(os.path.join(artifact_dir, manifest.get("graph", "graph.json")),
                        "fact.graph")
     library = None
-    if any(p.get("impl") == "cutlass" for p in manifest.get("patterns", [])):
+    if kernel_patterns(manifest):
         lib_path = os.path.join(artifact_dir, manifest.get("library", "libfact_kernels.so"))
         if not os.path.isfile(lib_path):
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")

@@ -112,6 +112,12 @@ void compose(const ComposeOptions& opt) {
         // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
         if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
         if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
+      } else if (w.contains("companion")) {
+        // A vendor winner that runs a generated kernel besides the library (a GEMM's tail
+        // kernel): the family records how the runtime calls it, and it is linked.
+        family->compose_winner(id, pat, r, w, m);
+        const json& object = w.at("companion").at("object");
+        if (seen_objects.insert(object).second) objects.emplace_back(object.get<std::string>());
       }
     } else {
       m["verified"] = false;

@@ -38,6 +38,10 @@ struct PatternWork {
     static const std::vector<std::string> none;
     return realization ? realization->kernels : none;
   }
+  const std::vector<std::string>& companions() const {
+    static const std::vector<std::string> none;
+    return realization ? realization->companions : none;
+  }
 };
 
 void print_progress(const BuildResult& r, int done, int total) {
@@ -112,8 +116,12 @@ std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, 
   check_plan(plan, "plan");
   std::vector<PlannedPattern> out;
   for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
-    if (w.realization) out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->unsupported)});
-    else out.push_back({w.id, {}, w.invalid});
+    if (w.realization) {
+      out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->companions),
+                     std::move(w.realization->unsupported)});
+    } else {
+      out.push_back({w.id, {}, {}, w.invalid});
+    }
   }
   return out;
 }
@@ -178,6 +186,11 @@ json candidate_entry(const CandidateOutcome& o, const std::map<std::string, Buil
     std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
   }
   if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
+  if (!o.companion.empty()) {
+    json k{{"kernel", o.companion}};
+    if (auto it = built.find(o.companion); it != built.end()) set_build_fields(k, it->second);
+    c["companion"] = k;
+  }
   return c;
 }
 
@@ -199,7 +212,9 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   if (g.reg) {
     try {
       key = tuning_key(w.realization->tuning_problem(w.out.at("problem")), g.gpu, g.tc, g.opt.policy);
-      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, w.kernels(), w.out)) {
+      std::vector<std::string> kernels = w.kernels();
+      kernels.insert(kernels.end(), w.companions().begin(), w.companions().end());
+      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, kernels, w.out)) {
         std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(), hit->winner.c_str(),
                      hit->created.c_str());
         return;
@@ -332,7 +347,11 @@ int run_realize(const RealizeOptions& given) {
   // A kernel's compile seconds go to the first pattern that asked for it; a pattern with the
   // problem of an earlier one (q, k and v projections of one width) takes that one's tuning.
   std::vector<std::pair<std::string, std::vector<std::string>>> asked;
-  for (const auto& w : work) asked.emplace_back(w.id, w.kernels());
+  for (const auto& w : work) {  // a vendor tail's kernel counts with its pattern's
+    std::vector<std::string> names = w.kernels();
+    names.insert(names.end(), w.companions().begin(), w.companions().end());
+    asked.emplace_back(w.id, std::move(names));
+  }
   const std::vector<CompileCharge> charges = charge_compile(asked, built);
   std::map<std::string, size_t> tuned_by_problem;  // tuning problem -> index into `work`
   for (size_t i = 0; i < work.size(); ++i) {

@@ -33,6 +33,7 @@ struct RealizeOptions {
 struct PlannedPattern {
   std::string id;
   std::vector<std::string> kernels;  // kernel names, in the order they are tuned
+  std::vector<std::string> companions;  // built too, run by candidates besides them
   std::string unsupported;           // non-empty: why no kernel of FACT's implements it
 };
 

@@ -62,6 +62,9 @@ class PatternRealization {
   virtual ~PatternRealization() = default;
 
   std::vector<std::string> kernels;  // names of the kernels to build, in tuning order
+  /// Generated kernels its candidates run besides `kernels` (a vendor GEMM's tail kernel):
+  /// built with them, never tuned alone.
+  std::vector<std::string> companions;
   std::string unsupported;           // non-empty: no FACT kernel implements it (vendor only)
   nlohmann::json fields = nlohmann::json::object();  // realized.json fields known before the build
 
@@ -105,7 +108,9 @@ class Family {
   // Composition (src/compose/).
   /// Checks that a pattern whose FACT kernel (`winner`, a realized.json candidate) won has
   /// what the runtime binds, and completes its manifest entry `m` (symbol, fused tail).
-  /// Throws fact::Error naming the pattern and what is missing.
+  /// Also called for a vendor winner that runs a companion kernel (its "companion"), to
+  /// record in `m` how the runtime calls it. Throws fact::Error naming the pattern and what
+  /// is missing.
   virtual void compose_winner(const std::string& id, const nlohmann::json& plan_pattern, const nlohmann::json& realized,
                               const nlohmann::json& winner, nlohmann::json& m) const = 0;
 

@@ -46,6 +46,25 @@ struct ComposeTest : ::testing::Test {
     fact::write_file(dir / "realized.json", realized.dump());
     return {dir / "plan.json", dir / "realized.json", dir / "graph.json", dir / "artifact", ""};
   }
+  // Builds `obj`, a stand-in kernel object exporting `symbol`'s ABI entry points with the
+  // host compiler (compose only links it); false, with the reason in `why`, without one.
+  bool stand_in_object(const std::string& symbol, const fs::path& obj, std::string& why) {
+    if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+      why = "FACT_SKIP_NVCC_TESTS=1";
+      return false;
+    }
+    const fs::path src = obj.string() + ".c";
+    const std::string& k = symbol;
+    fact::write_file(src, "#include <stddef.h>\nint " + k + "_can_implement(const void* a) { return 0; }\n" +
+                              "size_t " + k + "_workspace_bytes(const void* a) { return 0; }\n" + "int " + k +
+                              "_run(const void* a, void* w, size_t n, void* s) { return 0; }\n" +
+                              "const char* " + k + "_name(void) { return \"" + k + "\"; }\n");
+    if (fact::run_process({"cc", "-c", "-fPIC", src.string(), "-o", obj.string()}, dir / "cc.log") != 0) {
+      why = "no host C compiler (cc)";
+      return false;
+    }
+    return true;
+  }
   std::string error_of(const fact::compose::ComposeOptions& o) {
     try {
       fact::compose::run_compose(o);
@@ -132,6 +151,53 @@ TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
   EXPECT_DOUBLE_EQ(manifest["patterns"][0]["vendor_ms"].get<double>(), 0.008);
 }
 
+TEST_F(ComposeTest, VendorWinnerWithATailKernelLinksItAndGivesTheRuntimeItsTail) {
+  // linear-like mm then relu(acc + c0): the vendor GEMM won, its tail ran as the tail kernel.
+  const json epilogue = {{"nodes", {"add", "relu"}}, {"output", "relu"}, {"expr", "relu(add(acc, c0))"},
+                         {"tree", {{"op", "relu"}, {"args", {{{"op", "add"}, {"args", {{{"acc", true}}, {{"input", "c0"}}}}}}}}},
+                         {"inputs", {{"c0", "v"}}}, {"broadcast", {{"c0", "n"}}}};
+  plan["patterns"][0]["epilogue"] = epilogue;
+  const std::string tail = "fact_tail_f32_evt0badf00d", symbol = "fact_k_00112233deadbeef";
+  std::string why;
+  if (!stand_in_object(symbol, dir / "tail.o", why)) GTEST_SKIP() << why;
+  auto& r = realized["patterns"][0];
+  r["winner"] = "cublas_tf32+tail";
+  r["candidates"][0]["kernel"] = "cublas_tf32+tail";
+  r["candidates"][0]["companion"] = {{"kernel", tail}, {"symbol", symbol}, {"object", (dir / "tail.o").string()},
+                                     {"key", "k"}};
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  const json& m = manifest.at("patterns").at(0);
+  EXPECT_EQ(m["impl"], "vendor");
+  EXPECT_EQ(m["nodes"], json({"mm"}));  // the GEMM's nodes stay ATen
+  EXPECT_EQ(manifest["library"], "libfact_kernels.so");
+  ASSERT_TRUE(m.contains("tail")) << m.dump();
+  const json& t = m["tail"];
+  EXPECT_EQ(t["id"], "p0_tail");
+  EXPECT_EQ(t["impl"], "cutlass");
+  EXPECT_EQ(t["abi"], "gemm");
+  EXPECT_EQ(t["kernel"], tail);
+  EXPECT_EQ(t["symbol"], symbol);
+  EXPECT_EQ(t["nodes"], json({"add", "relu"}));
+  EXPECT_EQ(t["output"], "relu");
+  EXPECT_EQ(t["operands"], json({{"a", "mm"}}));  // C is the GEMM's output
+  EXPECT_EQ(t["problem"]["lda"], 64);
+  EXPECT_EQ(t["problem"]["ldd"], 64);
+  EXPECT_EQ(t["problem"]["m"], 64);
+  EXPECT_TRUE(t["fused"].get<bool>());
+  EXPECT_EQ(t["epilogue"], epilogue);
+  const std::string syms = fact::capture_output(
+      {"nm", "-D", "--defined-only", (dir / "artifact" / "libfact_kernels.so").string()});
+  EXPECT_NE(syms.find(symbol + "_run"), std::string::npos);
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("after the vendor GEMM `cublas_tf32+tail`, one elementwise kernel over D: `" + tail + "`"),
+            std::string::npos) << report;
+  EXPECT_EQ(report.find("in p0's tail, not fused"), std::string::npos) << report;
+  // A companion without a build to link is refused, naming the pattern.
+  r["candidates"][0]["companion"].erase("object");
+  EXPECT_NE(error_of(options()).find("p0: the winner's tail kernel " + tail + " has no build to link"), std::string::npos);
+}
+
 // ------------------------------------------------------------------ attention
 
 namespace {
@@ -163,20 +229,8 @@ struct AttentionComposeTest : ComposeTest {
   }
   // Builds the stand-in kernel object; false (with the reason in `why`) without a C compiler.
   bool cutlass_winner(std::string& why) {
-    if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
-      why = "FACT_SKIP_NVCC_TESTS=1";
-      return false;
-    }
-    const fs::path src = dir / "attn.c", obj = dir / "attn.o";
-    const std::string k = kAttnKernel;
-    fact::write_file(src, "#include <stddef.h>\nint " + k + "_can_implement(const void* a) { return 0; }\n" +
-                              "size_t " + k + "_workspace_bytes(const void* a) { return 0; }\n" + "int " + k +
-                              "_run(const void* a, void* w, size_t n, void* s) { return 0; }\n" +
-                              "const char* " + k + "_name(void) { return \"" + k + "\"; }\n");
-    if (fact::run_process({"cc", "-c", "-fPIC", src.string(), "-o", obj.string()}, dir / "cc.log") != 0) {
-      why = "no host C compiler (cc)";
-      return false;
-    }
+    const fs::path obj = dir / "attn.o";
+    if (!stand_in_object(kAttnKernel, obj, why)) return false;
     auto& r = realized["patterns"][0];
     r["winner"] = kAttnKernel;
     r["winner_impl"] = "cutlass";

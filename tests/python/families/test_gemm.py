@@ -78,6 +78,28 @@ static int fused_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, int b_row
   const char* sym##_name(void) { return label; }
 FUSED(fen, 0, 0, "fake_host_gemm_f32_tn_evt_relu_add_c0n")
 FUSED(femn, 1, 1, "fake_host_gemm_f32_nn_evt_relu_add_c0mn")
+
+/* ftail stands in for a tail kernel: D = relu(C + c0) with C in a (lda, batch_stride_a) and
+ * c0 a vector along N; it is given no B. */
+long long ft_last_lda = -1;
+int ftail_can_implement(const FactGemmArgs* p) { return p->a && p->d ? 0 : FACT_ERR_PROBLEM; }
+size_t ftail_workspace_bytes(const FactGemmArgs* p) { return 0; }
+int ftail_run(const FactGemmArgs* p, void* ws, size_t n, void* s) {
+  if (!p->a || !p->d) return FACT_ERR_PROBLEM;
+  if (p->epi[0] == 0) return FACT_ERR_EPILOGUE_INPUT;
+  if (p->b) return 8;
+  ft_last_lda = p->lda;
+  const float *C = p->a, *c0 = p->epi[0];
+  float* D = p->d;
+  for (long l = 0; l < p->l; ++l)
+    for (long i = 0; i < p->m; ++i)
+      for (long j = 0; j < p->n; ++j) {
+        const float v = C[l * p->batch_stride_a + i * p->lda + j] + c0[j];
+        D[l * p->batch_stride_d + i * p->ldd + j] = v > 0.0f ? v : 0.0f;
+      }
+  return 0;
+}
+const char* ftail_name(void) { return "fake_host_tail_f32_relu_add_c0n"; }
 """
 
 
@@ -285,6 +307,47 @@ def test_unfused_pattern_leaves_the_tail_to_aten(tmp_path, fake_library: str,
     assert fm.fallback_counts() == {"p0": 0}
     lib = ctypes.CDLL(os.path.join(art, "libfact_kernels.so"))
     assert ctypes.c_int.in_dll(lib, "fk_last_epi_null").value == 1
+
+
+def test_vendor_gemm_with_a_tail_kernel_runs_the_tail_as_one_call(tmp_path,
+                                                                   fake_library: str) -> None:
+    # The vendor path won the GEMM; its tail runs as the tail kernel, the entry compose
+    # writes as the pattern's "tail" (docs/05-composition.md, "Vendor GEMM, fused tail").
+    model = _LinearAddRelu()
+    graph = export(model, [torch.randn(4, 16)])
+    tail_problem = {"kind": "gemm", "m": 4, "n": 8, "k": 0, "l": 1, "dtype_a": "float32",
+                    "dtype_b": "float32", "dtype_d": "float32", "lda": 8, "ldb": 0, "ldd": 8,
+                    "batch_stride_a": 0, "batch_stride_d": 0, "bias": None}
+    tail = {"id": "p0_tail", "rule": "gemm", "abi": "gemm", "impl": "cutlass",
+            "kernel": "fact_tail_f32_evt00000000", "symbol": "ftail", "nodes": ["add", "relu"],
+            "output": "relu", "operands": {"a": "linear"}, "problem": tail_problem,
+            "fused": True, "epilogue": _LINEAR_EPILOGUE, "workspace_bytes": 0}
+    pattern = {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
+               "operands": {"a": "x", "b": "p_fc_weight", "bias": "p_fc_bias"},
+               "problem": _LINEAR_PROBLEM, "impl": "vendor", "kernel": "cublaslt_tf32+tail",
+               "symbol": None, "workspace_bytes": 0, "verified": True, "tail": tail}
+    art = write_artifact(tmp_path, graph, [pattern], fake_library)
+    fm = load(art, model)
+    assert list(fm.bindings) == ["p0_tail"]
+    binding = fm.bindings["p0_tail"]
+    assert binding.input_names == ["linear", "p_v"]
+    # The GEMM runs as its ATen op, the tail's two nodes as one kernel call.
+    assert fm.aten_nodes() == ["linear"]
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        want = model(x)
+    assert torch.equal(fm(x), want)  # CPU tensors: the fallback runs the tail's ATen nodes
+    assert fm.fallback_counts() == {"p0_tail": 1}
+    binding.device_type = "cpu"
+    out = fm(x)
+    assert fm.fallback_counts() == {"p0_tail": 1}
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert (out == 0).any() and (out > 0).any()
+    lib = ctypes.CDLL(os.path.join(art, "libfact_kernels.so"))
+    assert ctypes.c_longlong.in_dll(lib, "ft_last_lda").value == 8
+    c = torch.randn(4, 8)
+    args = binding.args([c, fm.p_v], out)
+    assert args.a == c.data_ptr() and not args.b and args.epi[0] == fm.p_v.data_ptr()
 
 
 def test_fused_kernel_without_its_inputs_names_the_error(tmp_path, fake_library: str) -> None:
