@@ -62,10 +62,14 @@ bool unread(const graph::GraphIndex& g, const std::string& value) {
   return true;
 }
 
-bool is_in_place(std::string_view op) {
+std::string_view aten_base_name(std::string_view op) {
   const size_t first = op.find('.'), last = op.rfind('.');
-  if (first == std::string_view::npos || first == last) return false;
-  const std::string_view base = op.substr(first + 1, last - first - 1);
+  if (first == std::string_view::npos || first == last || op.substr(0, first) != "aten") return "";
+  return op.substr(first + 1, last - first - 1);
+}
+
+bool is_in_place(std::string_view op) {
+  const std::string_view base = aten_base_name(op);
   return base.size() >= 2 && base.back() == '_' && base[base.size() - 2] != '_';
 }
 
@@ -76,9 +80,7 @@ bool aliases_first_arg(std::string_view op) {
       "chunk",   "unbind",  "narrow",    "as_strided", "diagonal",     "unfold",    "view_as",   "flatten",
       "unflatten", "movedim", "contiguous", "to",      "type_as",      "dropout",   "feature_dropout",
       "alpha_dropout", "feature_alpha_dropout"};
-  const size_t first = op.find('.'), last = op.rfind('.');
-  if (first == std::string_view::npos || first == last || op.substr(0, first) != "aten") return false;
-  return is_one_of(op.substr(first + 1, last - first - 1), kMayAlias);
+  return is_one_of(aten_base_name(op), kMayAlias);
 }
 
 std::string storage_root(const graph::GraphIndex& g, const std::string& value) {

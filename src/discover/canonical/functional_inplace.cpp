@@ -27,10 +27,8 @@ constexpr std::string_view kElementwise[] = {
 // other argument (pow_.Scalar is pow.Tensor_Scalar's in-place form). "" when `op` is not one
 // of kElementwise's in-place forms.
 std::string functional_name(std::string_view op) {
-  const size_t first = op.find('.'), last = op.rfind('.');
-  if (first == std::string_view::npos || first == last || op.substr(0, first) != "aten") return "";
-  const std::string_view base = op.substr(first + 1, last - first - 1), overload = op.substr(last + 1);
-  if (base.size() < 2 || base.back() != '_' || base[base.size() - 2] == '_') return "";
+  if (!is_in_place(op)) return "";
+  const std::string_view base = aten_base_name(op), overload = op.substr(op.rfind('.') + 1);
   const std::string_view fn = base.substr(0, base.size() - 1);
   if (!is_one_of(fn, kElementwise)) return "";
   if (fn == "pow") return overload == "Scalar" ? "aten.pow.Tensor_Scalar" : overload == "Tensor" ? "aten.pow.Tensor_Tensor" : "";

@@ -34,6 +34,10 @@ bool is_one_of(std::string_view op, const std::string_view (&ops)[N]) {
 /// True when `value` is read by no node of `g` and is not one of its outputs.
 bool unread(const graph::GraphIndex& g, const std::string& value);
 
+/// The base name of an ATen op, "relu_" of "aten.relu_.default"; "" when `op` is not
+/// "aten.<base>.<overload>".
+std::string_view aten_base_name(std::string_view op);
+
 /// True when `op` writes into its first argument (ATen's convention: the base name ends in
 /// one '_', as aten.relu_.default, aten.add_.Tensor; aten.__and__ is not one).
 bool is_in_place(std::string_view op);
