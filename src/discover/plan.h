@@ -33,6 +33,8 @@ struct Pattern {
   double epilogue_gain_us = 0;  // saved_bytes at the GPU's bandwidth
   std::string epilogue_stop;    // why no (longer) tail fuses, when an op after the GEMM
                                 // could not join
+  std::string merge_stop;       // why it was not merged with a pattern reading the same
+                                // operand (Rule::merge), when one does
 };
 
 /// A node a rule was about but could not take, with the rule's reason.

@@ -34,6 +34,7 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
         {"vetted_example", p.vetted_example ? json(*p.vetted_example) : json(nullptr)},
         {"epilogue", std::move(epilogue)}});
     if (!p.epilogue_stop.empty()) patterns.back()["epilogue_stop"] = p.epilogue_stop;
+    if (!p.merge_stop.empty()) patterns.back()["merge_stop"] = p.merge_stop;
   }
   for (const RejectedNode& r : plan.rejected)
     rejected.push_back(json{{"node", r.node}, {"op", r.op}, {"rule", r.rule}, {"reason", r.reason}});

@@ -59,9 +59,10 @@ def test_each_block_is_discovered_with_every_linear_in_a_gemm(name, repo_root, f
 
 
 def _check_norms(name: str, graph: dict, plan: dict) -> None:
-    """minGPT: both LayerNorms, ln_2 with the residual add before it (its sum read after);
-    BERT: both post-norm LayerNorms with their adds (sums not read after); Llama: both
-    RMSNorms written out, ffn_norm with the residual add (its sum read after)."""
+    """minGPT: both LayerNorms; BERT: both post-norm LayerNorms with their adds (sums not
+    read after); Llama: both RMSNorms written out. In the pre-norm blocks each residual add
+    is in the epilogue of the GEMM before it (attention's output projection, the MLP's last
+    one), the norm after it reading the sum: one pass of [M, N] less than add & norm."""
     norms = [p for p in plan["patterns"] if p["rule"] == "norm"]
     in_norm = {n for p in norms for n in p["nodes"]}
     by_op: dict[str, list[str]] = {}
@@ -76,11 +77,15 @@ def _check_norms(name: str, graph: dict, plan: dict) -> None:
         assert set(by_op["aten.layer_norm.default"]) <= in_norm
         assert {p["problem"]["norm"] for p in norms} == {"layer"}
     with_add = [p for p in norms if p["problem"]["residual"]]
-    sums = [p["problem"]["sum_output"] for p in with_add]
+    residual_tails = [p for p in plan["patterns"] if p["rule"] == "gemm" and p.get("epilogue")
+                      and p["epilogue"]["expr"] == "add(c0, acc)"]
     if name == "bert_encoder_layer":
+        sums = [p["problem"]["sum_output"] for p in with_add]
         assert len(with_add) == 2 and sums == [None, None]
-    else:  # pre-norm: the sum is the next residual
-        assert len(with_add) == 1 and sums[0] is not None
+    else:
+        assert with_add == [] and len(residual_tails) == 2
+        sums = {p["epilogue"]["output"] for p in residual_tails}
+        assert {p["operands"]["x"] for p in norms} & sums  # the second norm reads the first sum
 
 
 def _check_rope(name: str, graph: dict, plan: dict) -> None:

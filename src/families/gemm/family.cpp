@@ -195,10 +195,17 @@ class GemmFamily final : public Family {
     m["symbol"] = w.at("symbol");
   }
 
+  // "M=.. N=.. K=.. L=.. dtype A:.. B:.. +bias[n]", then for a merged GEMM (merge.h) each
+  // member's output and N: " merged(%linear N=128, %linear_1 N=64)".
   std::string problem_text(const json& p) const override {
-    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
+    std::string merged;
+    for (const auto& m : p.value("merged", json::array()))
+      merged += fmt::format("{}%{} N={}", merged.empty() ? " merged(" : ", ", m.value("output", "?"), m.value("n", 0));
+    if (!merged.empty()) merged += ")";
+    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
                        p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
-                       p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "");
+                       p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "",
+                       merged);
   }
 
   // Every plan tail: fused, or why not; the range rewrites in the kernel; the draws and

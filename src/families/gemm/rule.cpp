@@ -23,6 +23,7 @@
 #include "discover/pattern.h"
 #include "graph/text.h"
 #include "families/gemm/rule.h"
+#include "families/gemm/merge.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -331,6 +332,7 @@ Rule gemm_rule() {
       .tests = "tests/golden/discover/gemm_*.txt",
       .match = &match_gemm,
       .takes_tail = true,
+      .merge = &merge_gemms,
   };
 }
 
