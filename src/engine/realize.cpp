@@ -124,7 +124,8 @@ json realized_header(const RealizeOptions& opt, const Toolchain& tc, const fs::p
                      const std::optional<GpuInfo>& gpu) {
   json result{{"format", "fact.realized"}, {"version", 1}, {"policy", std::string(precision_name(opt.policy))},
               {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
-              {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
+              {"cutlass", tc.cutlass_version}, {"cutlass_headers", tc.cutlass_headers_sha256},
+              {"cache", cache.string()},
               {"build_wall_s", build_wall}, {"gpu", nullptr}};
   if (gpu) {
     result["gpu"] = gpu->name;
