@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "engine/build.h"
 #include "engine/gpu_context.h"
 #include "engine/tuning_records.h"
@@ -260,7 +261,7 @@ void print_summary(const std::vector<PatternWork>& work, const std::map<std::str
 }  // namespace
 
 int run_realize(const RealizeOptions& given) {
-  const json plan = json::parse(read_file(given.plan), nullptr, false);
+  const json plan = parse_json_document<json>(read_file(given.plan), given.plan.string());
   check_plan(plan, given.plan.string());
   // The policy: the plan's own unless --policy names one; a different one is said, since a
   // plan discovered under fp32 and realized under tf32 was once built as tf32 silently.
