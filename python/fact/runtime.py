@@ -81,14 +81,33 @@ def resolve_op(name: str) -> Callable:
         raise ArtifactError(str(exc)) from exc
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's members as a dict; a key given twice is an error, as in the engine's
+    reader (src/base/json_format.h), never the silent "last one wins" of ``json.load``."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f'duplicate key "{key}" in one object')
+        out[key] = value
+    return out
+
+
 def _read_json(path: str, fmt: str) -> dict:
+    """Reads an artifact file (manifest.json, graph.json) of format ``fmt``, version 1.
+
+    Raises:
+        ArtifactError: the file is missing, is not JSON, holds a key twice in one object, is
+            not an object, or is of another format or version; the message names ``path``.
+    """
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.load(f, object_pairs_hook=_unique_keys)
     except FileNotFoundError as exc:
         raise ArtifactError(f"{path}: missing") from exc
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise ArtifactError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{path}: expected a JSON object of format {fmt}, found {type(doc).__name__}")
     if doc.get("format") != fmt or doc.get("version") != 1:
         raise ArtifactError(f"{path}: expected format {fmt} version 1, found "
                             f"{doc.get('format')} version {doc.get('version')}")

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "base/process.h"
 #include "engine/toolchain.h"
 #include "families/family.h"
@@ -47,8 +48,8 @@ void run_compose(const ComposeOptions& opt) {
 namespace {
 
 void compose(const ComposeOptions& opt) {
-  const json plan = json::parse(read_file(opt.plan));
-  const json realized = json::parse(read_file(opt.realized));
+  const json plan = parse_json_document<json>(read_file(opt.plan), opt.plan.string());
+  const json realized = parse_json_document<json>(read_file(opt.realized), opt.realized.string());
   if (plan.value("format", "") != "fact.plan") throw Error(opt.plan.string() + " is not a FACT plan");
   if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
   if (realized.value("version", 0) != 1 || plan.value("version", 0) != 1) {

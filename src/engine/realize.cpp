@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "engine/build.h"
 #include "engine/gpu_context.h"
 #include "engine/tuning_records.h"
@@ -133,7 +134,8 @@ json realized_header(const RealizeOptions& opt, const Toolchain& tc, const fs::p
                      const std::optional<GpuInfo>& gpu) {
   json result{{"format", "fact.realized"}, {"version", 1}, {"policy", std::string(precision_name(opt.policy))},
               {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
-              {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
+              {"cutlass", tc.cutlass_version}, {"cutlass_headers", tc.cutlass_headers_sha256},
+              {"cache", cache.string()},
               {"build_wall_s", build_wall}, {"gpu", nullptr}};
   if (gpu) {
     result["gpu"] = gpu->name;
@@ -306,7 +308,7 @@ std::vector<CompileCharge> charge_compile(
 }
 
 int run_realize(const RealizeOptions& given) {
-  const json plan = json::parse(read_file(given.plan), nullptr, false);
+  const json plan = parse_json_document<json>(read_file(given.plan), given.plan.string());
   check_plan(plan, given.plan.string());
   // The policy: the plan's own unless --policy names one; a different one is said, since a
   // plan discovered under fp32 and realized under tf32 was once built as tf32 silently.

@@ -140,6 +140,25 @@ TEST_F(ComposeTest, MalformedRealizedIsAnErrorNotAnAbort) {
   EXPECT_NE(error_of(options()).find("malformed"), std::string::npos);
 }
 
+TEST_F(ComposeTest, AKeyTwiceInThePlanOrRealizedIsAnErrorNamingTheFileAndKey) {
+  // Read through the strict reader: nlohmann alone took the last of two "winner"s silently.
+  auto o = options();
+  std::string text = realized.dump();
+  text.replace(text.find("\"winner\":"), 9, "\"winner\":\"cutlass3x_other\",\"winner\":");
+  fact::write_file(o.realized, text);
+  std::string err = error_of(o);
+  EXPECT_NE(err.find("duplicate key \"winner\""), std::string::npos) << err;
+  EXPECT_NE(err.find(o.realized.string()), std::string::npos) << err;
+  o = options();
+  text = plan.dump();
+  text.replace(text.find("\"precision\":"), 12, "\"precision\":\"fp32\",\"precision\":");
+  fact::write_file(o.plan, text);
+  err = error_of(o);
+  EXPECT_NE(err.find("duplicate key \"precision\""), std::string::npos) << err;
+  EXPECT_NE(err.find(o.plan.string()), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "artifact" / "manifest.json"));
+}
+
 TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
   auto& cands = realized["patterns"][0]["candidates"];
   cands.push_back({{"kernel", "cublaslt_tf32"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.008},

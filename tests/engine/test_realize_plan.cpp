@@ -98,3 +98,25 @@ TEST(RealizePlan, SharedKernelsAreChargedToTheFirstPatternThatAsks) {
   EXPECT_DOUBLE_EQ(c[3].seconds, 50);  // k4 came from the cache, k1 is p0's
   EXPECT_EQ(c[3].shares_with, std::vector<std::string>{"p0"});
 }
+
+TEST(RealizePlan, AnAccumulatorOtherThanFloat32IsRefusedNotIgnored) {
+  // A plan's dtype_acc float16 was once ignored: the kernels accumulated in float32 anyway.
+  json problem{{"kind", "gemm"}, {"m", 64}, {"n", 64}, {"k", 64}, {"l", 1}, {"dtype_a", "float16"},
+               {"dtype_b", "float16"}, {"dtype_d", "float16"}, {"layout_a", "row"}, {"layout_b", "row"},
+               {"lda", 64}, {"ldb", 64}, {"ldd", 64}, {"bias", nullptr}, {"alpha", 1.0}, {"beta", 0.0}};
+  auto plan_with = [&](json acc) {
+    json p = problem;
+    p["dtype_acc"] = acc;
+    return json{{"format", "fact.plan"}, {"version", 1}, {"patterns", {{{"id", "p0"}, {"rule", "gemm"}, {"problem", p}}}}};
+  };
+  std::map<std::string, fact::realize::BuildRequest> requests;
+  const auto f32 = fact::realize::plan_candidates(plan_with("float32"), fact::Precision::tf32, 2, std::nullopt, requests);
+  ASSERT_EQ(f32.size(), 1u);
+  EXPECT_FALSE(f32[0].kernels.empty());
+  for (const json& acc : {json("float16"), json(16)}) {
+    const auto r = fact::realize::plan_candidates(plan_with(acc), fact::Precision::tf32, 2, std::nullopt, requests);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].kernels.empty()) << acc;
+    EXPECT_NE(r[0].unsupported.find("dtype_acc " + acc.dump() + " is not realized"), std::string::npos) << r[0].unsupported;
+  }
+}
