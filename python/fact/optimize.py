@@ -22,6 +22,7 @@ The order, and why:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -325,6 +326,44 @@ def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequ
     return time_variants(variants, trials=trials, contexts=contexts)
 
 
+def choose_replay(module: FactModule, inputs: Sequence[Any], policy: str,
+                  trials: int = 20) -> dict | None:
+    """Time the module with CUDA-graph replay and with plain calls, alternating, and keep the
+    faster (``module.replay.mode`` is set to ``False`` when plain calls win). Replay saves the
+    launches but copies the inputs into and the outputs out of the captured graph's buffers,
+    which costs more than it saves on a GPU-bound block (measured on the H200: the minGPT
+    block in bf16, docs/perf-notes.md v11).
+
+    Returns:
+        ``None`` when replay is not possible here (no CUDA, symbolic sizes, a host sync: the
+        module's :attr:`replay` says why), else ``{"replay_ms", "plain_ms", "kept"}``.
+    """
+    replay = getattr(module, "replay", None)
+    if replay is None or not replay.enabled or not torch.cuda.is_available() \
+            or _device_type(inputs, module) != "cuda":
+        return None
+
+    @contextlib.contextmanager
+    def mode(value: bool | None):
+        previous = replay.mode
+        replay.mode = value
+        try:
+            with fact_precision(policy):
+                yield
+        finally:
+            replay.mode = previous
+
+    t = time_variants({"replay": lambda: module(*inputs), "plain": lambda: module(*inputs)},
+                      trials=trials, contexts={"replay": lambda: mode(None),
+                                               "plain": lambda: mode(False)})
+    kept = t["replay"].median_ms < t["plain"].median_ms and replay.enabled
+    if not kept:
+        replay.mode = False
+        replay.reset()
+    return {"replay_ms": _round(t["replay"].median_ms), "plain_ms": _round(t["plain"].median_ms),
+            "kept": kept}
+
+
 def _stage_paths(out_dir: str) -> dict[str, str]:
     return {k: os.path.join(out_dir, v) for k, v in
             (("graph", "graph.json"), ("plan", "plan.json"), ("realized", "realized.json"),
@@ -489,6 +528,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     for pat in (module.manifest or {}).get("patterns", []):  # the report's "before" times
         if pat.get("id") in aten_checks:
             pat["aten_ms"] = aten_checks[pat["id"]]["aten_ms"]
+    cuda_graph = choose_replay(module, inputs, policy, options.trials)
     checks = verify(module, model, inputs, policy)
     baseline_compile_s: dict[str, float] = {}
     timings = benchmark(module, model, inputs, policy, options.trials, options.inductor,
@@ -523,6 +563,8 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "aten_checks": {pid: {k: (_round(v) if isinstance(v, float) else
                                   [_round(x) for x in v] if isinstance(v, list) else v)
                               for k, v in r.items()} for pid, r in aten_checks.items()},
+        # CUDA-graph replay against plain calls, timed in the module; the faster is kept.
+        "cuda_graph": cuda_graph,
         # Share of eager time now in FACT kernels, in [0, 1] (fact.module_report.coverage).
         "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms,
                                    aten=module.disabled_patterns()), 4),

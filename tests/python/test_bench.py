@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from fact.bench import Float64ReferenceError, float64_reference
+from fact.bench import Float64ReferenceError, Timing, float64_reference
 
 
 class ClosureMlp(nn.Module):
@@ -71,3 +71,38 @@ def test_a_torch_compile_failure_loses_only_its_baseline(monkeypatch) -> None:
         t = opt.benchmark(lin, lin, [x], "tf32", trials=20, inductor=True)
     assert set(t) == {"eager_fp32", "eager", "fact"}
     assert all(v.median_ms > 0 for v in t.values())
+
+
+class _Replay:
+    def __init__(self) -> None:
+        self.mode, self.resets, self.seen = None, 0, []
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode is not False
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+@pytest.mark.parametrize("replay_ms, plain_ms, kept", [(1.9, 2.0, True), (2.1, 2.0, False)])
+def test_cuda_graph_replay_is_kept_only_when_it_is_faster(monkeypatch, replay_ms, plain_ms,
+                                                          kept) -> None:
+    opt = importlib.import_module("fact.optimize")
+    module = torch.nn.Linear(4, 4)
+    module.replay = _Replay()
+
+    def fake_time(variants, trials, contexts):
+        for name in variants:  # each variant runs under its own replay mode
+            with contexts[name]():
+                module.replay.seen.append((name, module.replay.mode))
+        return {"replay": Timing.of([replay_ms] * 20), "plain": Timing.of([plain_ms] * 20)}
+
+    monkeypatch.setattr(opt, "time_variants", fake_time)
+    monkeypatch.setattr(opt.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(opt, "_device_type", lambda inputs, model: "cuda")
+    got = opt.choose_replay(module, [torch.randn(2, 4)], "tf32")
+    assert got == {"replay_ms": replay_ms, "plain_ms": plain_ms, "kept": kept}
+    assert module.replay.seen == [("replay", None), ("plain", False)]
+    assert module.replay.mode is (None if kept else False)
+    assert module.replay.resets == (0 if kept else 1)
