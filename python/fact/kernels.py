@@ -26,7 +26,7 @@ from fact.export import DTYPE_NAMES
 from fact.families import Family
 
 __all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "register_binding", "fact_op",
-           "fact_multi_op", "DTYPE_BY_NAME"]
+           "fact_multi_op", "unaliased", "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -195,15 +195,11 @@ class KernelBinding:
         self.fallbacks += 1
         self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
         self.last_fallback_reason = reason
-        result = self.fallback(inputs)
-        outs = list(result) if self.extra_outputs else [result]
-        # A custom op's output may not alias its inputs, nor another output.
-        seen = {t.untyped_storage().data_ptr() for t in inputs}
-        for i, o in enumerate(outs):
-            if o.untyped_storage().data_ptr() in seen:
-                outs[i] = o = o.clone()
-            seen.add(o.untyped_storage().data_ptr())
-        return outs if self.extra_outputs else outs[0]
+        return unaliased(self.fallback(inputs), inputs, bool(self.extra_outputs))
+
+    def out_shape(self, inputs: Sequence[torch.Tensor]) -> list[int]:
+        """The output's shape (the plan's; the same for every call)."""
+        return self.out_type["shape"]
 
     def _launch(self, inputs: Sequence[torch.Tensor]) -> tuple[Any, str]:
         """Runs the kernel on ``inputs`` (on the current device): the output and "", or
@@ -240,6 +236,18 @@ class KernelBinding:
         return ([out, *extra.values()] if extra else out), ""
 
 
+def unaliased(result: Any, inputs: Sequence[torch.Tensor], multi: bool) -> Any:
+    """ATen nodes' ``result`` (a tensor, or with ``multi`` a list of them) as a custom op may
+    return it: an output that shares storage with an input or an earlier output is cloned."""
+    outs = list(result) if multi else [result]
+    seen = {t.untyped_storage().data_ptr() for t in inputs}
+    for i, o in enumerate(outs):
+        if o.untyped_storage().data_ptr() in seen:
+            outs[i] = o = o.clone()
+        seen.add(o.untyped_storage().data_ptr())
+    return outs if multi else outs[0]
+
+
 # ------------------------------------------------------------ custom op registry
 
 _lock = threading.Lock()
@@ -273,8 +281,8 @@ def fact_op(pattern_id: str) -> Callable:
 
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
-            t = _bindings[handle].out_type
-            return inputs[0].new_empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]])
+            b = _bindings[handle]
+            return inputs[0].new_empty(b.out_shape(inputs), dtype=DTYPE_BY_NAME[b.out_type["dtype"]])
 
         _ops[pattern_id] = _op
         return _op

@@ -28,8 +28,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from fact.buckets import BucketedBinding
+from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
 from fact.kernels import KernelBinding, KernelLibrary, fact_multi_op, fact_op, register_binding
+from fact.symbols import read_symbols, size_value, symbol_sources
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
            "resolve_op", "PARAMS_FILE"]
@@ -69,6 +72,19 @@ def resolve_op(name: str) -> Callable:
         raise ArtifactError(f"unknown operator {name}: {exc}") from exc
 
 
+class _Sym:
+    """A size argument of a graph with symbols (``{"sym": "4*B"}``), evaluated per call."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: str) -> None:
+        self.size = size
+
+
+#: The env key of the call's symbol values (not a value name: those are identifiers).
+_SYMBOLS = " symbols"
+
+
 def _decode(arg: Any) -> Any:
     """A graph argument value (docs/02) as a Python/torch value; refs become :class:`_Ref`."""
     if isinstance(arg, list):
@@ -76,6 +92,8 @@ def _decode(arg: Any) -> Any:
     if isinstance(arg, dict):
         if "ref" in arg:
             return _Ref(arg["ref"])
+        if "sym" in arg:
+            return _Sym(arg["sym"])
         if "float" in arg:
             return float(arg["float"])
         if "dtype" in arg:
@@ -93,6 +111,8 @@ def _decode(arg: Any) -> Any:
 def _resolve(arg: Any, env: Mapping[str, Any]) -> Any:
     if isinstance(arg, _Ref):
         return env[arg.name]
+    if isinstance(arg, _Sym):
+        return size_value(arg.size, env[_SYMBOLS])
     if isinstance(arg, list):
         return [_resolve(a, env) for a in arg]
     return arg
@@ -160,8 +180,10 @@ def _read_json(path: str, fmt: str) -> dict:
         raise ArtifactError(f"{path}: missing") from exc
     except json.JSONDecodeError as exc:
         raise ArtifactError(f"{path}: not valid JSON: {exc}") from exc
-    if doc.get("format") != fmt or doc.get("version") != 1:
-        raise ArtifactError(f"{path}: expected format {fmt} version 1, found "
+    versions = GRAPH_VERSIONS if fmt == "fact.graph" else (1,)
+    if doc.get("format") != fmt or doc.get("version") not in versions:
+        raise ArtifactError(f"{path}: expected format {fmt} version "
+                            f"{' or '.join(map(str, versions))}, found "
                             f"{doc.get('format')} version {doc.get('version')}")
     return doc
 
@@ -226,6 +248,13 @@ class FactModule(torch.nn.Module):
         #: The artifact directory it was loaded from (:func:`load`), what :meth:`save` copies.
         self.artifact_dir: str | None = None
         self.input_names = [i["name"] for i in graph["inputs"]]
+        # Symbol -> (input, dim, coefficient) it is read from per call (graphs with symbols).
+        self._symbol_sources = symbol_sources(self.input_names,
+                                              [i["type"] for i in graph["inputs"]],
+                                              set(graph.get("symbols") or ()))
+        missing = set(graph.get("symbols") or ()) - set(self._symbol_sources)
+        if missing:
+            raise ArtifactError(f"symbols {sorted(missing)} are the size of no input dim")
         self._param_names = [p["name"] for p in graph["params"]]
         for name, t in params.items():
             if isinstance(t, torch.nn.Parameter):
@@ -298,7 +327,7 @@ class FactModule(torch.nn.Module):
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],
-                 library: KernelLibrary) -> KernelBinding:
+                 library: KernelLibrary) -> KernelBinding | BucketedBinding:
         try:
             family = family_of(pat)
             family.check_pattern(pat, types)
@@ -326,20 +355,25 @@ class FactModule(torch.nn.Module):
                 m.run(env)
             return [env[output], *(env[v] for v in extra.values())] if extra else env[output]
 
-        out_type = types.get(output)
-        if out_type is None:
+        if types.get(output) is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
-        extra_types: dict[str, dict] = {}
         for role, value in extra.items():
             if value not in produced or types.get(value) is None:
                 raise ArtifactError(f"pattern {pat['id']}: extra output {role} = {value} is not "
                                     f"a tensor its nodes produce")
-            extra_types[role] = types[value]
-        expected = {n: types[n] for n in input_names if types.get(n) is not None}
-        functions = library.kernel(pat["symbol"], family.args_type)
-        try:  # the family's call is made with the binding (e.g. a fused tail's inputs placed)
-            return KernelBinding(pat, functions, input_names, expected, out_type, fallback,
-                                 family, extra_types)
+
+        def make(entry: dict, types: Mapping[str, dict | None]) -> KernelBinding:
+            expected = {n: types[n] for n in input_names if types.get(n) is not None}
+            extra_t = {role: types[value] for role, value in extra.items()}
+            functions = library.kernel(entry["symbol"], family.args_type)
+            # The family's call is made with the binding (e.g. a fused tail's inputs placed).
+            return KernelBinding(entry, functions, input_names, expected, types[output],
+                                 fallback, family, extra_t)
+
+        try:
+            if pat.get("buckets"):  # symbolic sizes: one binding per size, by bucket
+                return BucketedBinding(pat, input_names, types, make, fallback, family)
+            return make(pat, types)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
@@ -349,6 +383,8 @@ class FactModule(torch.nn.Module):
             raise TypeError(f"expected {len(self.input_names)} inputs "
                             f"({', '.join(self.input_names)}), got {len(inputs)}")
         env: dict[str, Any] = dict(zip(self.input_names, inputs))
+        if self._symbol_sources:
+            env[_SYMBOLS] = read_symbols(self._symbol_sources, inputs)
         for name in self._param_names:
             env[name] = getattr(self, name)
         for step in self._steps:
