@@ -79,6 +79,9 @@ class BucketedBinding:
         self.outside_said = False
         self.calls_per_bucket = [0] * len(self.buckets)
         self.disabled_reason = ""
+        #: Where the kernels' operands live, as :attr:`fact.kernels.KernelBinding.device_type`
+        #: (set before the first call; each size's binding takes it).
+        self.device_type = "cuda"
 
     # ----------------------------------------------------------- per size
     def size_of(self, inputs: Sequence[Any]) -> Any:
@@ -107,6 +110,7 @@ class BucketedBinding:
             entry["problem"] = specialize(self.pattern["problem"], values)
             types = {n: specialize(t, values) for n, t in self.types.items() if t is not None}
             binding = self._make(entry, types)
+            binding.device_type = self.device_type
         self._by_size[size] = (index, binding)
         return index, binding
 

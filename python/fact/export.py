@@ -140,6 +140,15 @@ def write_graph(graph: dict, path: str | os.PathLike) -> None:
 
 # --------------------------------------------------------------------------- types
 
+def _finite(bound: Any) -> int | None:
+    """A range bound as an int; None for an infinite one (torch's ``int_oo``)."""
+    try:
+        value = int(bound)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return value if value < 1 << 62 else None
+
+
 class _Symbols:
     """The symbols met while converting one program: torch's symbol name -> the graph's
     name (a ``Dim``'s name, else torch's), with its range and hint."""
@@ -176,10 +185,9 @@ class _Symbols:
             if hint is None:
                 raise ExportError(f"{what}: symbol {sym} has no example size (unbacked sizes "
                                   f"are not supported)")
-            upper = vr.upper if vr is not None else None
             self.found[name] = {
                 "min": max(1, int(vr.lower)) if vr is not None else 1,
-                "max": int(upper) if upper is not None and upper.is_finite else None,
+                "max": _finite(vr.upper) if vr is not None else None,
                 "seen": [int(hint)], "buckets": None}
         return name
 

@@ -368,3 +368,32 @@ def test_the_compiled_subgraph_runs_under_its_policy() -> None:
         assert torch.get_float32_matmul_precision() == "highest"  # restored
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def test_mark_dynamic_batch_compiles_one_symbolic_graph(tmp_path, engine) -> None:
+    # The MiniGPT-like model with its batch marked dynamic: one subgraph whose FACT graph
+    # keeps the batch a symbol (version 2, sizes and view arguments in B), compiled once
+    # and run at five batch sizes equal to eager.
+    torch.manual_seed(0)
+    model = MiniGPT().eval()
+    out_dir = tmp_path / "out"
+    compiled = torch.compile(model, backend="fact",
+                             options={"precision": "fp32", "out_dir": str(out_dir),
+                                      "bucket_bound": 64})
+    with torch.no_grad():
+        for batch in (4, 2, 3, 9, 40):
+            (idx,) = mini_gpt_inputs(batch=batch)
+            if batch == 4:
+                torch._dynamo.mark_dynamic(idx, 0)
+            assert torch.equal(compiled(idx), model(idx)), batch
+    assert _commands(engine["log"]) == ["discover", "realize", "compose"]
+    (plan,) = _plans(out_dir)
+    work = out_dir / os.path.dirname(plan)
+    graph = json.loads((work / "graph.json").read_text())
+    assert graph["version"] == 2
+    ((name, symbol),) = graph["symbols"].items()
+    assert symbol["seen"] == [4] and symbol["min"] == 2 and symbol["bound"] == 64
+    assert graph["inputs"][0]["type"]["shape"] == [name, 16]
+    assert any(a == {"sym": name} for n in graph["nodes"] for arg in n["args"]
+               if isinstance(arg, list) for a in arg)  # view(x, [B, 16, ...])
+    assert json.loads((work / "plan.json").read_text())["symbols"] == graph["symbols"]

@@ -27,11 +27,24 @@ class Mlp(torch.nn.Module):
 
 
 class KSymbolic(torch.nn.Module):
-    """x [64, S] @ w [S, 64]: K = S. At odd S a row of x is not 16-byte aligned, so the GEMM
-    holds at the hint (S = 8) but not for every size: it stays ATen."""
+    """x [64, S] @ w [S, 64]: K = S, and A's leading dimension lda = S too: the GEMM holds
+    for every S (alignment is checked per call by the kernel's can_implement)."""
 
     def forward(self, x, w):
         return x @ w
+
+
+class TooLargeAtMax(torch.nn.Module):
+    """x [B, 2^20, 8] -> linear 8->8: M = 1048576*B exceeds the 32-bit sizes GEMMs take at
+    B = 4096 (max), though not at the hint (B = 2): the GEMM holds not for every size, so
+    it stays ATen with the rule's reason at that size."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
 
 
 def main():
@@ -45,7 +58,9 @@ def main():
     s = torch.export.Dim("S", min=2, max=1024)
     write_graph(export(KSymbolic(), [torch.randn(64, 8), torch.randn(8, 64)],
                        dynamic_shapes=({1: s}, {0: s})),
-                os.path.join(HERE, "k_symbolic_odd_unaligned.graph.json"))
+                os.path.join(HERE, "k_symbolic.graph.json"))
+    write_graph(export(TooLargeAtMax(), [torch.randn(2, 1 << 20, 8)], dynamic_shapes=({0: b},)),
+                os.path.join(HERE, "too_large_at_max.graph.json"))
 
 
 if __name__ == "__main__":
