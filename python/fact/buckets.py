@@ -79,6 +79,10 @@ class BucketedBinding:
         self.outside_said = False
         self.calls_per_bucket = [0] * len(self.buckets)
         self.disabled_reason = ""
+        # fact.aten_check: the next call keeps its inputs (it times the kernel against the
+        # ATen nodes at that call's size; a slower kernel disables every bucket).
+        self.record_inputs = False
+        self.recorded_inputs: list[Any] | None = None
         #: Where the kernels' operands live, as :attr:`fact.kernels.KernelBinding.device_type`
         #: (set before the first call; each size's binding takes it).
         self.device_type = "cuda"
@@ -117,11 +121,24 @@ class BucketedBinding:
     def __call__(self, inputs: Sequence[Any]) -> Any:
         """The bucket's kernel on ``inputs`` (its binding falls back to ATen with the reason
         when the kernel refuses them), or the ATen ops for a bucket the vendor path won."""
+        if self.record_inputs:
+            self.recorded_inputs, self.record_inputs = list(inputs), False
         index, binding = self.binding_for(int(self.size_of(inputs)))
         self.calls_per_bucket[index] += 1
         if self.disabled_reason or binding is None:
             return unaliased(self.fallback(inputs), inputs, bool(self.extra_outputs))
         return binding(inputs)
+
+    def mismatch(self, inputs: Sequence[Any]) -> str:
+        """Why ``inputs`` would not run a kernel ("" when they would): the bucket's binding's
+        reason, or that the bucket runs the ATen ops."""
+        if self.disabled_reason:
+            return self.disabled_reason
+        index, binding = self.binding_for(int(self.size_of(inputs)))
+        if binding is None:
+            b = self.buckets[index]
+            return f"the {b['lo']}..{b['hi']} bucket runs the ATen ops (the vendor path won)"
+        return binding.mismatch(inputs)
 
     def out_shape(self, inputs: Sequence[Any]) -> list:
         """The output's shape for ``inputs`` (ints, or SymInts while tracing)."""
