@@ -133,7 +133,14 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     }
     s += "\n";
   }
-  for (size_t i = 0; i < mine.size(); ++i) s += families::families()[i]->report_section(plan, realized, manifest, mine[i]);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    try {
+      s += families::families()[i]->report_section(plan, realized, manifest, mine[i]);
+    } catch (const json::exception& e) {
+      // A family's section reads static sizes; a symbolic problem it cannot read is said.
+      s += fmt::format("\n(the {} section could not be rendered: {})\n", families::families()[i]->name(), e.what());
+    }
+  }
   s += "\n## Left to ATen\n\n";
   bool any = false;
   for (const auto& f : plan.value("rejected", json::array())) {

@@ -197,7 +197,11 @@ class GemmFamily final : public Family {
 };
 
 std::string tail_status(const json& r, const json& m) {
-  if (m.value("fused", false)) return "fused into `" + m.value("kernel", std::string()) + "`";
+  if (m.value("fused", false)) {
+    // A pattern with buckets has a kernel per bucket (the report's Buckets table).
+    return m.contains("buckets") ? std::string("fused into its buckets' kernels (see Buckets)")
+                                 : "fused into `" + m.value("kernel", std::string()) + "`";
+  }
   if (r.is_object() && r.contains("epilogue") && !r.at("epilogue").value("fusable", true)) {
     return "left to ATen: " + r.at("epilogue").value("reason", std::string());
   }
