@@ -4,12 +4,15 @@
 # afterwards with bench/merge_results.py.
 #   DEADLINE_S=520 SUITE=epilogue bash bench/gpu_rows.sh NAME ... [-- SUITE_ARGS ...]
 # NAME runs every policy the suite has for the problem (rows/NAME.json); NAME:POLICY one run
-# (rows/NAME-POLICY.json), e.g. L3-43_mingpt_attention:bf16. Without names, every run of the
+# (rows/NAME-POLICY.json), e.g. L3-43_mingpt_attention:bf16; NAME:POLICY:DTYPE the run that
+# converts the model first (rows/NAME-POLICY-DTYPE.json, e.g. llama3_8b_block:bf16:bfloat16,
+# SUITE=blocks). Without names, every run of the
 # suite, one by one (bench/suite.py SUITE --list):
 #   SUITE=attention bash bench/gpu_rows.sh
 # Expects FACTC (default build/factc), CUTLASS headers in .deps/cutlass and optionally a
 # warm kernel cache in .kcache. Writes rows.tar.gz (rows/<name>.json and .md), rows.log and
-# work.tar.gz (the runs' working directories) to $OUT.
+# work.tar.gz (the runs' working directories), and the rows merged into $SUITE-h200.json and
+# .md (printed last), to $OUT.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 mkdir -p "$OUT/rows"
@@ -29,12 +32,14 @@ for n in "${names[@]}"; do
   fi
   echo "== $n at $((SECONDS - start)) s"
   case "$n" in
-    *:*) run=(--only "${n%%:*}" --precision "${n##*:}" --out "$OUT/rows/${n%%:*}-${n##*:}.json") ;;
+    *:*) run=(--only "$n" --out "$OUT/rows/${n//:/-}.json") ;;
     *)   run=(--only "$n" --out "$OUT/rows/$n.json") ;;
   esac
   python3 bench/suite.py "$SUITE" "${run[@]}" --work /tmp/fact-work "$@"
 done 2>&1 | tee "$OUT/rows.log"
 tar czf "$OUT/work.tar.gz" --exclude='*.so' --exclude='*.o' --exclude='params.pt' -C /tmp fact-work 2>/dev/null
 # Only a few files come back from the GPU machine: the rows travel as one archive.
+python3 bench/merge_results.py "$OUT"/rows/*.json --out "$OUT/$SUITE-h200.json" > /dev/null \
+  && cat "$OUT/$SUITE-h200.md"
 tar czf "$OUT/rows.tar.gz" -C "$OUT" rows && rm -rf "$OUT/rows"
 echo "gpu_rows: done in $((SECONDS - start)) s"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # FACT setup for a fresh Debian machine with the CUDA toolkit at /usr/local/cuda:
 #   1. Debian packages the engine builds with (JSON, CLI parsing, formatting, hashing,
-#      SQLite, GoogleTest, CMake, Ninja);
+#      SQLite, GoogleTest, CMake, Ninja; clang and its runtimes for scripts/sanitize.sh's
+#      sanitizer and libFuzzer build);
 #   2. a virtual environment .venv with the pinned PyPI packages (torch, pytest, numpy,
 #      matplotlib for the report's charts, tqdm for the progress bars, transformers for the
 #      Hugging Face layer tests) and the `fact` package itself (editable; this also registers
@@ -28,7 +29,7 @@ TRANSFORMERS_VERSION=5.23.0
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-DEBS="cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev libsqlite3-dev libgtest-dev python3-venv unzip"
+DEBS="cmake ninja-build g++ clang libclang-rt-dev nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev libsqlite3-dev libgtest-dev python3-venv unzip"
 missing=""
 for p in $DEBS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

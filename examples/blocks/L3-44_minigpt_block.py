@@ -14,6 +14,7 @@ plan in seconds.
 import importlib.util
 import math
 import os
+import sys
 
 import torch
 import torch.nn as nn
@@ -40,6 +41,8 @@ def _attention_layer() -> type:
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attention", "L3-43_mingpt_attention.py")
     spec = importlib.util.spec_from_file_location("_l3_43_attention", path)
     module = importlib.util.module_from_spec(spec)
+    # Registered like an imported module: torch.compile re-imports a forward's module by name.
+    sys.modules.setdefault(spec.name, module)
     spec.loader.exec_module(module)
     return module.Model
 

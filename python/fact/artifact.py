@@ -1,7 +1,8 @@
 """Saving and loading artifacts portably: ``FactModule.save(dir)`` and ``fact.load(dir)``.
 
 An artifact (docs/05-composition.md) is what ``factc compose`` wrote plus what the Python
-side adds: ``params.pt`` (the tensors, so no model is needed), ``environment.json`` (the GPU
+side adds: ``params.pt`` (the tensors, so no model is needed), ``module.py`` (the generated
+module's readable source, :meth:`fact.runtime.FactModule.source`), ``environment.json`` (the GPU
 and toolkit its kernels were verified and tuned on, :mod:`fact.environment`), and the
 ``plan.json`` and ``realized.json`` it was composed from (so it can be rebuilt elsewhere).
 
@@ -63,8 +64,9 @@ def keep_sources(artifact_dir: str, plan_path: str, realized_path: str, realized
 
 def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
     """Write ``module`` (a loaded :class:`fact.runtime.FactModule`) as an artifact at
-    ``path``: every file of the artifact it was loaded from, and ``params.pt`` with the
-    module's tensors as they are now (on the CPU). Returns the path.
+    ``path``: every file of the artifact it was loaded from, ``params.pt`` with the
+    module's tensors as they are now (on the CPU), and ``module.py``, its generated source.
+    Returns the path.
 
     Raises:
         fact.runtime.ArtifactError: the module was not loaded from an artifact.
@@ -80,6 +82,7 @@ def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
     tensors = {p["target"]: getattr(module, p["name"]) for p in module.graph["params"]}
     torch.save({k: v.detach().cpu() for k, v in tensors.items()},
                os.path.join(dst, PARAMS_FILE))
+    module.write_source(dst)
     return dst
 
 
@@ -93,10 +96,10 @@ def aten_module(artifact_dir: str, model: torch.nn.Module | None, reason: str):
     marked ``impl: "aten"`` with ``reason`` in the module's manifest, and the kernel library
     is not opened."""
     from fact.runtime import FactModule, _param_values, _read_json
+    from fact.runtime import kernel_patterns
     manifest = _manifest(artifact_dir)
-    for p in manifest.get("patterns", []):
-        if p.get("impl") == "cutlass":
-            p.update(impl="aten", aten_reason=reason)
+    for p in kernel_patterns(manifest):
+        p.update(impl="aten", aten_reason=reason)
     graph = _read_json(os.path.join(artifact_dir, manifest.get("graph", "graph.json")),
                        "fact.graph")
     module = FactModule(graph, _param_values(graph, model, artifact_dir), manifest, None)
@@ -193,7 +196,8 @@ def load_artifact(artifact_dir: str | os.PathLike, model: torch.nn.Module | None
     """
     artifact_dir = os.fspath(artifact_dir)
     manifest = _manifest(artifact_dir)
-    if not any(p.get("impl") == "cutlass" for p in manifest.get("patterns", [])):
+    from fact.runtime import kernel_patterns
+    if not kernel_patterns(manifest):
         return _load_as_is(artifact_dir, model)
     recorded = read_environment(artifact_dir)
     if recorded is None:

@@ -383,6 +383,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         compile_artifact(lifted, user, policy, options, program=program, graph=graph,
                          require_patterns=True)
     module = load_artifact(artifact, lifted, factc=opts.factc)
+    if getattr(module, "artifact_dir", None) == artifact and module.bindings:
+        module.write_source(artifact)  # the generated module's readable source, module.py
     # As fact.optimize does: a kernel realize could only compare with a bound of its ATen
     # path (attention) is timed against its own ATen nodes, and disabled when slower.
     checked = check_aten_paths(module, user, policy)
@@ -396,8 +398,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
                           f"float64 ({checks['fact'].reason})")
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
-    kernels = sum(1 for p in (module.manifest or {}).get("patterns", [])
-                  if p.get("impl") == "cutlass")
+    from fact.runtime import kernel_patterns
+    kernels = len(kernel_patterns(module.manifest))
     logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s)", key,
                 len((module.manifest or {}).get("patterns", [])), kernels)
     returned = out_node.args[0]

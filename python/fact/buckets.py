@@ -3,8 +3,8 @@
 A manifest entry whose problem has symbolic sizes (``"m": "4*B"``) lists ``"buckets"``:
 sorted ranges ``[lo, hi]`` of its ``"size_symbol"``, each with the configuration tuned at
 ``hi`` (``impl``, ``kernel``, ``symbol``, ``runtime``, ``workspace_bytes``).
-:class:`BucketedBinding` is the callable either runtime (the node interpreter of
-:mod:`fact.runtime`, or a generated FX module) calls in place of one
+:class:`BucketedBinding` is the binding the generated module's kernel call
+(:class:`fact.kernels.FactKernel`, made by :mod:`fact.runtime`) calls in place of one
 :class:`fact.kernels.KernelBinding`: per call it reads the symbol from an input's shape,
 finds the bucket with one :func:`bisect.bisect_left` over the upper bounds (no loop over
 buckets), and calls that bucket's binding for this size, made once per size and cached.

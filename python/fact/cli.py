@@ -1,7 +1,7 @@
 """The ``fact`` command.
 
 ``fact optimize PROBLEM.py [--precision fp32|tf32|bf16] [--out DIR] [--jobs N] [--json PATH]
-[--problem-name NAME] [--inductor] [--progress|--no-progress] [-v]``
+[--problem-name NAME] [--inductor] [--max-autotune] [--progress|--no-progress] [-v]``
 
 ``fact report ARTIFACT``: the artifact's report, re-rendered (:mod:`fact.report_cmd`).
 
@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("problem", help="PROBLEM.py defining Model, get_inputs, get_init_inputs")
     opt.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default=None,
                      help="precision policy (default: from torch.get_float32_matmul_precision)")
+    opt.add_argument("--model-dtype", choices=("float32", "bfloat16", "float16"), default=None,
+                     help="convert the model and its floating inputs to this dtype first (a "
+                     "bf16/fp16 model runs in its own dtype under every policy)")
     opt.add_argument("--out", default=None, type=directory_arg("--out"),
                      help="working directory (default: out/<problem name>)")
     opt.add_argument("--jobs", type=count_arg("--jobs", 1), default=None, help="parallel nvcc processes")
@@ -91,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: the file's stem)")
     opt.add_argument("--inductor", action="store_true",
                      help="also time torch.compile (default mode) under the same policy")
+    opt.add_argument("--max-autotune", action="store_true",
+                     help="also time torch.compile(mode='max-autotune') under the same policy "
+                     "(its compile and autotuning take minutes on large models)")
     opt.add_argument("--trials", type=count_arg("--trials", 20), default=20,
                      help="timed trials per variant (>= 20)")
     opt.add_argument("--cache", default=None, type=directory_arg("--cache"),
@@ -147,11 +153,13 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from fact.gpu import GpuRequired
     from fact.optimize import optimize
     from fact.precision import resolve_policy
-    from fact.problem import ProblemError, load_problem
+    from fact.problem import MODEL_DTYPES, ProblemError, load_problem
     from fact.report import bench_document, machine_info, render_text, write_bench
 
     try:
         problem = load_problem(args.problem, args.problem_name)
+        if args.model_dtype:
+            problem.cast(MODEL_DTYPES[args.model_dtype])
         if torch.cuda.is_available():
             problem.to("cuda")
         policy = resolve_policy(args.precision)
@@ -159,7 +167,8 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
                           out_dir=args.out or os.path.join("out", problem.name),
                           jobs=args.jobs, factc=args.factc, cache=args.cache,
                           tune_budget=args.tune_budget, registry=not args.no_registry,
-                          inductor=args.inductor, problem_name=problem.name,
+                          inductor=args.inductor, max_autotune=args.max_autotune,
+                          problem_name=problem.name,
                           trials=args.trials, verbose=args.verbose,
                           progress=args.progress)
     except GpuRequired as exc:

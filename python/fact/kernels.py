@@ -25,8 +25,8 @@ import torch
 from fact.export import DTYPE_NAMES
 from fact.families import Family
 
-__all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "register_binding", "fact_op",
-           "fact_multi_op", "unaliased", "DTYPE_BY_NAME"]
+__all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "FactKernel", "register_binding",
+           "fact_op", "fact_multi_op", "signature", "state_version", "unaliased", "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -78,6 +78,23 @@ class KernelFunctions:
         return self._name().decode()
 
 
+#: Bumped whenever a binding's state that decides its calls changes (``disabled_reason``,
+#: ``record_inputs``): a captured CUDA graph of older state is stale (:mod:`fact.cuda_graph`).
+_state = [0]
+
+
+def state_version() -> int:
+    """A number that changes whenever any binding's ``disabled_reason`` or ``record_inputs``
+    is set."""
+    return _state[0]
+
+
+def signature(inputs: Sequence[torch.Tensor]) -> tuple:
+    """What a call's checks depend on: per input its shape, strides, dtype, device and
+    address modulo 16 (the largest alignment a FACT kernel requires)."""
+    return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() & 15) for t in inputs)
+
+
 class KernelBinding:
     """One cutlass pattern of a loaded artifact, ready to call, for any kernel family.
 
@@ -86,6 +103,11 @@ class KernelBinding:
     :attr:`family` and the :class:`fact.families.KernelCall` it made for this pattern
     (:attr:`call`); the call itself (checks, output allocation, ``can_implement``,
     workspace, ``run`` on the current CUDA stream, fallback) is shared.
+
+    The checks of a call (device, dtype, shape, the family's :meth:`KernelCall.check`, the
+    kernel's ``can_implement``) are functions of the inputs' :func:`signature` alone, so
+    their answer (and the workspace size) is kept per signature: a call whose signature was
+    seen costs one dict lookup before the launch.
 
     Attributes:
         pattern: the manifest's pattern entry (``id``, ``operands``, ``problem``, ...).
@@ -129,23 +151,48 @@ class KernelBinding:
         self.fallbacks = 0
         self.fallback_reasons: dict[str, int] = {}
         self.last_fallback_reason = ""
-        self.disabled_reason = ""
+        self._disabled_reason = ""
         # fact.aten_check: the next call keeps its inputs in recorded_inputs.
-        self.record_inputs = False
+        self._record_inputs = False
         self.recorded_inputs: list[torch.Tensor] | None = None
         self.kernel_name = pattern.get("kernel", pattern["id"])
         self.call = family.bind(pattern, self.input_names, expected)
-        # The last arguments can_implement accepted, with their workspace size: both are
-        # functions of the arguments alone, so a repeated call (same pointers under the
-        # caching allocator) skips the two ABI calls.
-        self._accepted: tuple[bytes, int] | None = None
+        # signature -> (reason the kernel cannot take such inputs or "", workspace bytes).
+        self._checked: dict[tuple, tuple[str, int]] = {}
+
+    @property
+    def disabled_reason(self) -> str:
+        return self._disabled_reason
+
+    @disabled_reason.setter
+    def disabled_reason(self, reason: str) -> None:
+        self._disabled_reason = reason
+        _state[0] += 1
+
+    @property
+    def record_inputs(self) -> bool:
+        return self._record_inputs
+
+    @record_inputs.setter
+    def record_inputs(self, on: bool) -> None:
+        self._record_inputs = on
+        _state[0] += 1
+
+    @property
+    def device_type(self) -> str:
+        return self._device_type
+
+    @device_type.setter
+    def device_type(self, device_type: str) -> None:  # the checks' answers change with it
+        self._device_type = device_type
+        self._checked = {}
 
     # ----------------------------------------------------------------- checks
     def mismatch(self, inputs: Sequence[torch.Tensor]) -> str:
         """Why ``inputs`` do not fit the kernel ("" when they do): the binding is disabled,
         no library is loaded, an input is on another device or has another dtype or shape
         than the plan assumed, or the family's own checks fail
-        (:meth:`fact.families.KernelCall.check`)."""
+        (:meth:`fact.families.KernelCall.check`). Not cached (see :meth:`__call__`)."""
         if self.disabled_reason:
             return self.disabled_reason
         if self.functions is None:
@@ -169,29 +216,58 @@ class KernelBinding:
         (:meth:`fact.families.KernelCall.args`)."""
         return self.call.args(inputs, out)
 
+    def _check(self, inputs: Sequence[torch.Tensor], sig: tuple) -> tuple[str, int]:
+        """The answer for a signature not seen yet: :meth:`mismatch`, then
+        ``can_implement`` on arguments for these inputs, and the workspace size; kept."""
+        reason, ws_bytes = self.mismatch(inputs), 0
+        if not reason:
+            args = self._arguments(inputs)[0]
+            fns = self.functions
+            assert fns is not None
+            code = fns.can_implement(ctypes.byref(args))
+            if code != 0:
+                meaning = self.family.error_text(code)
+                reason = (f"can_implement rejected the arguments (code {code}"
+                          + (f": {meaning})" if meaning else ")"))
+            else:
+                ws_bytes = max(int(fns.workspace_bytes(ctypes.byref(args))),
+                               int(self.pattern.get("workspace_bytes", 0) or 0))
+        self._checked[sig] = (reason, ws_bytes)
+        return reason, ws_bytes
+
     # ------------------------------------------------------------------- call
     def __call__(self, inputs: Sequence[torch.Tensor]) -> torch.Tensor | list[torch.Tensor]:
         """Run the kernel on ``inputs`` (or the ATen fallback, counted with its reason).
 
         Returns:
-            A new contiguous tensor of the pattern output's graph shape and dtype; with
+            A new tensor of the pattern output's graph shape and dtype (:func:`new_output`:
+            contiguous unless the family writes the graph's strides); with
             extra outputs, a list: that tensor, then one per extra output (role order).
 
         Raises:
             RuntimeError: the kernel's ``run`` returned nonzero (names kernel, code and its
                 meaning).
         """
-        if self.record_inputs:
+        if self._record_inputs:
             self.recorded_inputs, self.record_inputs = list(inputs), False
-        reason = self.mismatch(inputs)
+        reason = self._disabled_reason
         if not reason:
-            # Launch on the inputs' GPU, whichever is current (the kernels use the current
-            # device, as CUDA does).
-            with torch.cuda.device(inputs[0].device) if inputs[0].device.type == "cuda" \
-                    else contextlib.nullcontext():
-                out, reason = self._launch(inputs)
+            sig = signature(inputs)
+            entry = self._checked.get(sig)
+            reason, ws_bytes = entry if entry is not None else self._check(inputs, sig)
             if not reason:
-                return out
+                # Launch on the inputs' GPU, whichever is current (the kernels use the
+                # current device, as CUDA does).
+                device = inputs[0].device
+                with torch.cuda.device(device) if device.type == "cuda" \
+                        else contextlib.nullcontext():
+                    return self._launch(inputs, ws_bytes)
+        return self.run_fallback(inputs, reason)
+
+    def run_fallback(self, inputs: Sequence[torch.Tensor], reason: str
+                     ) -> torch.Tensor | list[torch.Tensor]:
+        """The pattern's ATen nodes on ``inputs``, counted as a fallback for ``reason``;
+        results that alias an input or each other are copied (a custom op's may not)."""
         self.fallbacks += 1
         self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
         self.last_fallback_reason = reason
@@ -201,31 +277,27 @@ class KernelBinding:
         """The output's shape (the plan's; the same for every call)."""
         return self.out_type["shape"]
 
-    def _launch(self, inputs: Sequence[torch.Tensor]) -> tuple[Any, str]:
-        """Runs the kernel on ``inputs`` (on the current device): the output and "", or
-        None and the reason ``can_implement`` refused them. Raises RuntimeError as
-        :meth:`__call__` does."""
+    def _arguments(self, inputs: Sequence[torch.Tensor]
+                   ) -> tuple[ctypes.Structure, torch.Tensor, dict[str, torch.Tensor]]:
+        """New output tensors (the output, the extra outputs by role) on the inputs' device
+        and the family's arguments structure writing them."""
         device = inputs[0].device
-        out = torch.empty(self.out_type["shape"],
-                          dtype=DTYPE_BY_NAME[self.out_type["dtype"]], device=device)
+        out = new_output(self.out_type, self.family, device)
+        if not self.extra_types:
+            return self.args(inputs, out), out, {}
         extra = {role: torch.empty(t["shape"], dtype=DTYPE_BY_NAME[t["dtype"]], device=device)
                  for role, t in self.extra_types.items()}
-        args = self.call.args_extra(inputs, out, extra) if extra else self.args(inputs, out)
-        fns = self.functions
-        assert fns is not None
-        key = bytes(args)
-        if self._accepted is not None and self._accepted[0] == key:
-            ws_bytes = self._accepted[1]
-        elif (code := fns.can_implement(ctypes.byref(args))) != 0:
-            meaning = self.family.error_text(code)
-            return None, (f"can_implement rejected the arguments (code {code}"
-                          + (f": {meaning})" if meaning else ")"))
-        else:
-            ws_bytes = max(int(fns.workspace_bytes(ctypes.byref(args))),
-                           int(self.pattern.get("workspace_bytes", 0) or 0))
-            self._accepted = (key, ws_bytes)
+        return self.call.args_extra(inputs, out, extra), out, extra
+
+    def _launch(self, inputs: Sequence[torch.Tensor], ws_bytes: int) -> Any:
+        """Runs the kernel on ``inputs`` (accepted for their signature, on the current
+        device) and returns its output(s). Raises RuntimeError as :meth:`__call__` does."""
+        args, out, extra = self._arguments(inputs)
+        device = out.device
         ws = torch.empty(ws_bytes, dtype=torch.uint8, device=device) if ws_bytes > 0 else None
         stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+        fns = self.functions
+        assert fns is not None
         code = fns.run(ctypes.byref(args), ws.data_ptr() if ws is not None else None,
                        ws_bytes, ctypes.c_void_p(stream))
         if code != 0:
@@ -233,7 +305,50 @@ class KernelBinding:
             raise RuntimeError(f"FACT kernel {self.kernel_name} (pattern "
                                f"{self.pattern['id']}) failed with code {code}"
                                + (f" ({meaning})" if meaning else ""))
-        return ([out, *extra.values()] if extra else out), ""
+        return [out, *extra.values()] if extra else out
+
+
+class FactKernel(torch.nn.Module):
+    """The module a generated FACT module calls for one kernel (``self.fact_p0(a, b)``):
+    its binding directly, or, while ``torch.compile``/``torch.export`` trace it, the custom
+    op ``fact::<id>`` (``fact::<id>_multi`` with extra outputs), whose fake kernel gives the
+    output's shape and dtype.
+
+    Returns what :meth:`KernelBinding.__call__` returns.
+    """
+
+    def __init__(self, binding: KernelBinding, handle: int) -> None:
+        super().__init__()
+        self.binding = binding
+        self.handle = handle
+        self.op = (fact_multi_op if binding.extra_outputs else fact_op)(binding.pattern["id"])
+
+    def forward(self, *inputs: torch.Tensor) -> Any:
+        if torch.compiler.is_compiling():
+            return self.op(list(inputs), self.handle)
+        return self.binding(inputs)
+
+    def extra_repr(self) -> str:
+        b = self.binding
+        return (f"fact::{b.pattern['id']}, {b.family.name} kernel {b.kernel_name}, "
+                f"inputs {', '.join(b.input_names)}")
+
+
+def new_output(t: dict, family: Family, device: torch.device,
+               shape: Sequence[Any] | None = None) -> torch.Tensor:
+    """An empty tensor of graph type ``t`` on ``device``: contiguous, or with the graph's
+    strides ``t["strides"]`` when ``family.graph_strided_output`` (the layout the pattern
+    reading it was planned for). ``shape`` is this call's shape when the type's is symbolic
+    (a bucketed pattern's, :meth:`fact.buckets.BucketedBinding.out_shape`); strides that
+    are not numbers then give way to a contiguous tensor."""
+    dtype = DTYPE_BY_NAME[t["dtype"]]
+    strides = t.get("strides")
+    if shape is None:
+        shape = t["shape"]
+    if (family.graph_strided_output and strides is not None
+            and all(isinstance(s, int) for s in strides)):
+        return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def unaliased(result: Any, inputs: Sequence[torch.Tensor], multi: bool) -> Any:
@@ -267,7 +382,7 @@ def fact_op(pattern_id: str) -> Callable:
     """The custom op ``fact::<pattern_id>``, defined on first use.
 
     Its schema is ``(Tensor[] inputs, int handle) -> Tensor``; its fake implementation
-    returns an empty tensor of the pattern output's shape and dtype.
+    returns an empty tensor of the pattern output's shape and dtype (:func:`new_output`).
     """
     if not pattern_id.isidentifier():
         raise ValueError(f"pattern id {pattern_id!r} is not a valid op name")
@@ -282,7 +397,7 @@ def fact_op(pattern_id: str) -> Callable:
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
             b = _bindings[handle]
-            return inputs[0].new_empty(b.out_shape(inputs), dtype=DTYPE_BY_NAME[b.out_type["dtype"]])
+            return new_output(b.out_type, b.family, inputs[0].device, b.out_shape(inputs))
 
         _ops[pattern_id] = _op
         return _op

@@ -41,7 +41,7 @@ from fact.gpu import NEEDS_GPU, GpuRequired, gpu_present
 from fact.log import logger, warn_once
 from fact.module_report import coverage, write_module_report
 from fact.plan_summary import NothingMatched, unmatched_text
-from fact.precision import (Check, check_output, eager_precision, fact_precision,
+from fact.precision import (Check, check_output, eager_precision, fact_precision, model_dtype,
                             flat_tensors, resolve_policy, tolerance)
 from fact.progress import Progress
 from fact.runtime import FactModule, load, save_params
@@ -72,6 +72,8 @@ class OptimizeOptions:
         tune_budget: CUTLASS candidates built per pattern, best-ranked first (0: all).
         registry: replay earlier tunings from factc's registry and record new ones.
         inductor: also time ``torch.compile`` (default mode) under the policy.
+        max_autotune: also time ``torch.compile(mode="max-autotune")`` under the policy
+            (baseline ``inductor_max_autotune``; its compile takes minutes on large models).
         problem_name: the name in the report row (default: the model's class name).
         trials: timed trials per variant (at least 20).
         save_params: write ``artifact/params.pt`` so ``fact.load(artifact)`` needs no model.
@@ -91,6 +93,7 @@ class OptimizeOptions:
     tune_budget: int = 0
     registry: bool = True
     inductor: bool = False
+    max_autotune: bool = False
     problem_name: str | None = None
     trials: int = 20
     save_params: bool = True
@@ -179,7 +182,7 @@ def _check_on(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequ
     with torch.no_grad():
         with fact_precision(policy):
             out = fact_module(*inputs)
-        with eager_precision(policy, device_type):
+        with eager_precision(policy, device_type, model_dtype(model, inputs)):
             eager_out = model(*inputs)
     eager = check_output(eager_out, ref, policy)
     flat = out if isinstance(out, (list, tuple)) else [out]
@@ -282,23 +285,46 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
 
 
 def benchmark(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequence[Any],
-              policy: str, trials: int = 20, inductor: bool = False) -> dict:
-    """Time eager fp32, eager under ``policy``, FACT (and inductor), alternating.
+              policy: str, trials: int = 20, inductor: bool = False,
+              max_autotune: bool = False, compile_s: dict[str, float] | None = None) -> dict:
+    """Time eager fp32, eager under ``policy``, FACT (and torch.compile), alternating.
+
+    Args:
+        inductor / max_autotune: also time ``torch.compile`` in its default mode
+            (``inductor``) / ``mode="max-autotune"`` (``inductor_max_autotune``).
+        compile_s: filled with each torch.compile variant's first call, in seconds (its
+            compile and autotuning).
 
     Returns:
-        name -> :class:`fact.bench.Timing` for ``eager_fp32``, ``eager``, ``fact`` and,
-        when asked, ``inductor``.
+        name -> :class:`fact.bench.Timing` for ``eager_fp32``, ``eager``, ``fact`` and the
+        torch.compile variants asked for that compiled (one that fails is left out with a
+        warning).
     """
     device_type = _device_type(inputs, model)
+    own = model_dtype(model, inputs)  # a bf16 model's baseline is its own eager
     variants = {"eager_fp32": lambda: model(*inputs), "eager": lambda: model(*inputs),
                 "fact": lambda: fact_module(*inputs)}
     contexts = {"eager_fp32": lambda: eager_precision("fp32", device_type),
-                "eager": lambda: eager_precision(policy, device_type),
+                "eager": lambda: eager_precision(policy, device_type, own),
                 "fact": lambda: fact_precision(policy)}
-    if inductor:
-        compiled = torch.compile(model)
-        variants["inductor"] = lambda: compiled(*inputs)
-        contexts["inductor"] = lambda: eager_precision(policy, device_type)
+    modes = {"inductor": None} if inductor else {}
+    if max_autotune:
+        modes["inductor_max_autotune"] = "max-autotune"
+    for name, mode in modes.items():
+        compiled = torch.compile(model, mode=mode)
+        start = time.perf_counter()
+        try:  # compiled (and checked to run) before timing, so a failure loses only this baseline
+            with torch.no_grad(), eager_precision(policy, device_type, own):
+                compiled(*inputs)
+        except Exception as exc:  # Dynamo/Inductor errors have no common base class
+            warnings.warn(f"fact: torch.compile ({mode or 'default'}) failed on this model, so "
+                          f"its baseline is left out: {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:300]}")
+            continue
+        if compile_s is not None:
+            compile_s[name] = round(time.perf_counter() - start, 2)
+        variants[name] = lambda c=compiled: c(*inputs)
+        contexts[name] = lambda: eager_precision(policy, device_type, own)
     return time_variants(variants, trials=trials, contexts=contexts)
 
 
@@ -459,6 +485,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         raise GpuRequired(len(realized.get("patterns", [])), _compiled_count(realized),
                           realized.get("cache") or "factc default", out_dir=options.out_dir)
     module = load(artifact, model)
+    module.write_source(artifact)  # the generated module's readable source, module.py
     # Kernels realize could only compare with a bound of their ATen path are timed against
     # it here, in the module; a slower one is disabled before anything is verified or timed.
     aten_checks = check_aten_paths(module, inputs, policy, options.trials)
@@ -466,10 +493,14 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         if pat.get("id") in aten_checks:
             pat["aten_ms"] = aten_checks[pat["id"]]["aten_ms"]
     checks = verify(module, model, inputs, policy)
-    timings = benchmark(module, model, inputs, policy, options.trials, options.inductor)
+    baseline_compile_s: dict[str, float] = {}
+    timings = benchmark(module, model, inputs, policy, options.trials, options.inductor,
+                        options.max_autotune, baseline_compile_s)
     row = {
         "problem": options.problem_name or type(model).__name__,
         "policy": policy,
+        # The model's own floating dtype (bf16/fp16 models run in it; their eager is theirs).
+        "model_dtype": str(model_dtype(model, inputs)).removeprefix("torch."),
         "fact_ms": _round(timings["fact"].median_ms),
         "fact_spread_ms": [_round(x) for x in timings["fact"].spread()],
         "baselines_ms": {k: _round(t.median_ms) for k, t in timings.items() if k != "fact"},
@@ -482,6 +513,8 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "verified_on": [d["name"] for d in checks["draws"]
                         if d["informative"] and "fact" in d],
         "compile_tune_s": round(compile_s, 2),
+        # torch.compile's own compile (+ autotune) seconds, per variant timed.
+        "baseline_compile_s": baseline_compile_s,
         "kernels": _kernels(module),
         "fallbacks": sum(module.fallback_counts().values()),
         # Why: pattern id -> {reason: calls} (verification's and the timed calls together).

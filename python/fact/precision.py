@@ -25,8 +25,9 @@ from typing import Iterator
 
 import torch
 
-__all__ = ["POLICIES", "TOLERANCE", "default_policy", "resolve_policy", "matmul_precision",
-           "eager_precision", "fact_precision", "tolerance", "Check", "check_output"]
+__all__ = ["POLICIES", "TOLERANCE", "NARROW_DTYPES", "default_policy", "resolve_policy",
+           "matmul_precision", "model_dtype", "eager_precision", "fact_precision", "tolerance",
+           "Check", "check_output"]
 
 POLICIES = ("fp32", "tf32", "bf16")
 
@@ -38,6 +39,18 @@ TOLERANCE: dict[str, float] = {"fp32": 1e-5, "tf32": 5e-3, "bf16": 2e-2}
 _DTYPE_TOLERANCE: dict[torch.dtype, float] = {torch.bfloat16: 2e-2, torch.float16: 5e-3}
 
 _MATMUL_PRECISION = {"fp32": "highest", "tf32": "high", "bf16": "high"}
+
+#: Floating dtypes a model may be written in that run as they are under every policy.
+NARROW_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def model_dtype(model: torch.nn.Module, inputs=()) -> torch.dtype:
+    """The model's own floating dtype: bf16 or fp16 when every floating parameter, buffer and
+    tensor input is that one dtype (a model converted with ``.to(torch.bfloat16)``), else
+    float32 (mixed or fp32 models are the policy's to lower)."""
+    seen = {x.dtype for x in [*model.parameters(), *model.buffers(), *inputs]
+            if isinstance(x, torch.Tensor) and x.is_floating_point()}
+    return seen.pop() if len(seen) == 1 and next(iter(seen)) in NARROW_DTYPES else torch.float32
 
 
 def default_policy() -> str:
@@ -75,16 +88,20 @@ def _float32_matmul_precision(value: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def eager_precision(policy: str, device_type: str = "cuda") -> Iterator[None]:
+def eager_precision(policy: str, device_type: str = "cuda",
+                    model_dtype: torch.dtype = torch.float32) -> Iterator[None]:
     """Run eager PyTorch under ``policy`` inside the block (restores the previous state).
 
     Args:
         policy: ``fp32``, ``tf32`` or ``bf16`` (see the module docstring for each meaning).
         device_type: ``"cuda"`` or ``"cpu"``: the device autocast applies to under bf16.
+        model_dtype: the model's own floating dtype (:func:`model_dtype`). A bf16/fp16 model
+            runs in its own dtype under every policy (docs/00-design.md §4): no autocast, so
+            its baseline is its own eager, not the slower autocast run of it.
     """
     policy = resolve_policy(policy)
     with _float32_matmul_precision(_MATMUL_PRECISION[policy]):
-        if policy == "bf16":
+        if policy == "bf16" and model_dtype not in NARROW_DTYPES:
             with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
                 yield
         else:

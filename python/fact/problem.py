@@ -47,6 +47,17 @@ class Problem:
                        for x in self.inputs]
         return self
 
+    def cast(self, dtype: torch.dtype) -> "Problem":
+        """Convert the model and every floating tensor input to ``dtype`` (in place, as
+        ``model.to(torch.bfloat16)`` does); integer inputs keep theirs. Returns self."""
+        self.model = self.model.to(dtype)
+        self.inputs = [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       else x for x in self.inputs]
+        return self
+
+
+#: ``--model-dtype`` names -> dtypes a problem's model can be converted to.
+MODEL_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 

@@ -101,7 +101,8 @@ _OWN_INPUTS = "own inputs"  # the name fact.optimize.verify gives the problem's 
 
 
 def _has_inductor(rows: Iterable[dict]) -> bool:
-    return any("inductor" in r.get("baselines_ms", {}) for r in rows)
+    return any(k in r.get("baselines_ms", {}) for r in rows
+               for k in ("inductor", "inductor_max_autotune"))
 
 
 def _cells(row: dict, inductor: bool = False) -> list[str]:
@@ -110,13 +111,20 @@ def _cells(row: dict, inductor: bool = False) -> list[str]:
     verified = "" if row.get("verified") else " (not verified)"
     base = row.get("baselines_ms", {})
     base_err = row.get("eager_max_rel_err", row.get("cublas_max_rel_err"))
-    cells = [row.get("problem", "?"), row.get("policy", "?"),
+    problem = row.get("problem", "?")
+    if row.get("model_dtype", "float32") != "float32":  # a model run in its own narrow dtype
+        problem += f" ({row['model_dtype']} model)"
+    cells = [problem, row.get("policy", "?"),
              _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas"))]
-    if inductor:
-        cells.append(_ms(base.get("inductor")))
+    if inductor:  # default mode, and "/ max-autotune" where that was timed too
+        tc = _ms(base.get("inductor"))
+        if "inductor_max_autotune" in base:
+            tc += f" / {_ms(base['inductor_max_autotune'])}"
+        cells.append(tc)
     cells += [_ms(row.get("fact_ms")) + verified, f"{s:.2f}x" if s is not None else "—"]
-    if inductor:
-        si = speedup(row, "inductor")
+    if inductor:  # against the faster torch.compile mode timed
+        modes = [m for m in ("inductor", "inductor_max_autotune") if base.get(m)]
+        si = speedup(row, min(modes, key=lambda m: base[m])) if modes else None
         cells.append(f"{si:.2f}x" if si is not None else "—")
     return cells + [
         _err(row.get("max_rel_err")), _err(base_err),
@@ -166,6 +174,14 @@ def render_markdown(doc: dict, source: str | None = None) -> str:
     if inductor:
         lines += ["", "torch.compile: default mode, under the row's policy, timed alternating "
                   "with FACT on the same inputs."]
+        if any("inductor_max_autotune" in r.get("baselines_ms", {}) for r in rows):
+            lines[-1] += (" `A / B`: default mode / `mode=\"max-autotune\"`; the speedup is "
+                          "against the faster of the two.")
+        spent = [f"{r.get('problem', '?')} {r.get('policy', '?')}: "
+                 + ", ".join(f"{k} {v:.0f} s" for k, v in r["baseline_compile_s"].items())
+                 for r in rows if r.get("baseline_compile_s")]
+        if spent:
+            lines += ["", "torch.compile's compile seconds (first call): " + "; ".join(spent) + "."]
     drawn = [f"{r.get('problem', '?')} {r.get('policy', '?')} "
              f"({', '.join(r['verified_on']) or 'none informative'})"
              for r in rows if "verified_on" in r and _OWN_INPUTS not in r["verified_on"]]

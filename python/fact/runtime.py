@@ -1,19 +1,30 @@
 """Load a FACT artifact (docs/05-composition.md) as an ``nn.Module``.
 
-The module interprets ``graph.json`` node by node:
+The module runs a generated ``torch.fx.GraphModule`` (:mod:`fact.module_gen`; its source
+is :meth:`FactModule.source`, written into the artifact as ``module.py``):
 
-- a node outside every pattern runs its ATen op (``aten.linear.default`` ->
+- a node outside every pattern is a call of its ATen op (``aten.linear.default`` ->
   ``torch.ops.aten.linear.default``);
-- a pattern with ``impl: "cutlass"`` runs at its output node through the custom op
-  ``fact::<pattern id>`` (:mod:`fact.kernels`); its other nodes are skipped, unless a value
-  they produce is used outside the pattern. The entry's kernel family
-  (:func:`fact.families.family_of`, by its ``"abi"``) checks it against the graph when the
-  artifact loads, names the operands that come first among the kernel's inputs, and fills
-  the family's arguments structure on each call (:mod:`fact.families.gemm`: a GEMM and its
-  fused elementwise tail; :mod:`fact.families.attention`: fused attention, whose causal
-  masks proven from a registered buffer are re-checked at load,
-  :meth:`FactModule.check_causal_buffers`);
-- a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work).
+- a pattern with ``impl: "cutlass"`` is one call of its kernel (:class:`fact.kernels.FactKernel`:
+  the binding, or under tracing the custom op ``fact::<pattern id>``), placed by its family
+  (:meth:`fact.families.Family.emit`); its other nodes are gone, unless a value they produce
+  is used outside the pattern. The entry's kernel family (:func:`fact.families.family_of`,
+  by its ``"abi"``) checks it against the graph when the artifact loads, names the operands
+  that come first among the kernel's inputs, and fills the family's arguments structure on
+  each call (:mod:`fact.families.gemm`: a GEMM and its fused elementwise tail;
+  :mod:`fact.families.attention`: fused attention, whose causal masks proven from a
+  registered buffer are re-checked at load, :meth:`FactModule.check_causal_buffers`);
+  operands that do not fit run the pattern's ATen nodes (a generated module of its own);
+  an entry with ``"buckets"`` (symbolic sizes) calls a :class:`fact.buckets.BucketedBinding`,
+  which picks the bucket of each call's size;
+- in a graph with symbols (docs/02, version 2), size arguments are computed per call from
+  the inputs' dims (:class:`fact.module_gen.ModuleBuilder`);
+- a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work);
+  when its GEMM's elementwise tail runs as one generated kernel after it, the entry's
+  ``"tail"`` is a manifest pattern of its own (``impl: "cutlass"``, id ``<id>_tail``) that
+  runs the tail's nodes through ``fact::<id>_tail`` (:func:`kernel_patterns`);
+- on CUDA, with static shapes and nothing that waits for the device, calls replay one
+  captured CUDA graph (:mod:`fact.cuda_graph`).
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
 when a model is given, else from ``artifact/params.pt`` (a ``{target: tensor}`` dict that
@@ -28,32 +39,40 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from fact import module_gen
 from fact.buckets import BucketedBinding
+from fact.cuda_graph import GraphReplay, replay_blocker
 from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
-from fact.kernels import KernelBinding, KernelLibrary, fact_multi_op, fact_op, register_binding
-from fact.symbols import read_symbols, size_value, symbol_sources
+from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
+from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
+                             generate_nodes, node_inputs)
 
 __all__ = ["ArtifactError", "FactModule", "load", "load_graph_module", "save_params",
-           "resolve_op", "PARAMS_FILE"]
+           "resolve_op", "kernel_patterns", "PARAMS_FILE", "MODULE_SOURCE_FILE"]
 
 PARAMS_FILE = "params.pt"
+#: The generated module's readable source in an artifact (:meth:`FactModule.write_source`).
+MODULE_SOURCE_FILE = "module.py"
 
 
 class ArtifactError(RuntimeError):
     """The artifact is incomplete or inconsistent; the message names the file or value."""
 
 
-class _Ref:
-    """A reference to a graph value inside a decoded argument."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"%{self.name}"
+def kernel_patterns(manifest: Mapping | None) -> list[dict]:
+    """The manifest entries whose nodes a FACT kernel runs, in manifest order: the patterns
+    with ``impl: "cutlass"``, and the ``"tail"`` entry (itself ``impl: "cutlass"``) of a
+    vendor pattern whose elementwise tail runs as one generated kernel after the vendor GEMM
+    (docs/05-composition.md, "Vendor GEMM, fused tail"). The entries are the manifest's own
+    dicts, so updating one updates the manifest."""
+    out = []
+    for p in (manifest or {}).get("patterns", []):
+        if p.get("impl") == "cutlass":
+            out.append(p)
+        elif isinstance(p.get("tail"), dict) and p["tail"].get("impl") == "cutlass":
+            out.append(p["tail"])
+    return out
 
 
 def resolve_op(name: str) -> Callable:
@@ -62,124 +81,40 @@ def resolve_op(name: str) -> Callable:
     Raises:
         ArtifactError: no such operator or overload.
     """
-    parts = name.split(".")
-    if len(parts) < 3:
-        raise ArtifactError(f"op name {name!r} is not <namespace>.<op>.<overload>")
-    ns, op, overload = parts[0], ".".join(parts[1:-1]), parts[-1]
     try:
-        return getattr(getattr(getattr(torch.ops, ns), op), overload)
-    except (AttributeError, RuntimeError) as exc:
-        raise ArtifactError(f"unknown operator {name}: {exc}") from exc
+        return module_gen.resolve_op(name)
+    except GenerationError as exc:
+        raise ArtifactError(str(exc)) from exc
 
 
-class _Sym:
-    """A size argument of a graph with symbols (``{"sym": "4*B"}``), evaluated per call."""
-
-    __slots__ = ("size",)
-
-    def __init__(self, size: str) -> None:
-        self.size = size
-
-
-#: The env key of the call's symbol values (not a value name: those are identifiers).
-_SYMBOLS = " symbols"
-
-
-def _decode(arg: Any) -> Any:
-    """A graph argument value (docs/02) as a Python/torch value; refs become :class:`_Ref`."""
-    if isinstance(arg, list):
-        return [_decode(a) for a in arg]
-    if isinstance(arg, dict):
-        if "ref" in arg:
-            return _Ref(arg["ref"])
-        if "sym" in arg:
-            return _Sym(arg["sym"])
-        if "float" in arg:
-            return float(arg["float"])
-        if "dtype" in arg:
-            return getattr(torch, arg["dtype"])
-        if "device" in arg:
-            return torch.device(arg["device"])
-        if "layout" in arg:
-            return getattr(torch, arg["layout"])
-        if "memory_format" in arg:
-            return getattr(torch, arg["memory_format"])
-        raise ArtifactError(f"cannot decode argument {arg!r}")
-    return arg
-
-
-def _resolve(arg: Any, env: Mapping[str, Any]) -> Any:
-    if isinstance(arg, _Ref):
-        return env[arg.name]
-    if isinstance(arg, _Sym):
-        return size_value(arg.size, env[_SYMBOLS])
-    if isinstance(arg, list):
-        return [_resolve(a, env) for a in arg]
-    return arg
-
-
-def _refs(arg: Any) -> list[str]:
-    if isinstance(arg, _Ref):
-        return [arg.name]
-    if isinstance(arg, list):
-        return [r for a in arg for r in _refs(a)]
-    return []
-
-
-class _AtenNode:
-    """One graph node, ready to run as its ATen op."""
-
-    def __init__(self, node: dict) -> None:
-        self.name = node["name"]
-        self.op_name = node["op"]
-        self.op = resolve_op(node["op"])
-        self.args = [_decode(a) for a in node["args"]]
-        self.kwargs = {k: _decode(v) for k, v in node["kwargs"].items()}
-        self.outputs = [o["name"] for o in node["outputs"]]
-        self.single = len(self.outputs) == 1 and self.outputs[0] == self.name
-
-    def inputs(self) -> list[str]:
-        return _refs(self.args) + _refs(list(self.kwargs.values()))
-
-    def run(self, env: dict[str, Any]) -> None:
-        result = self.op(*_resolve(self.args, env),
-                         **{k: _resolve(v, env) for k, v in self.kwargs.items()})
-        if self.single:
-            env[self.name] = result
-        elif self.outputs:
-            for name, value in zip(self.outputs, result):
-                env[name] = value
-
-
-class _KernelNode:
-    """A cutlass pattern, run at its output node through ``fact::<id>``."""
-
-    def __init__(self, binding: KernelBinding, handle: int) -> None:
-        self.binding = binding
-        self.handle = handle
-        self.extra = list(binding.extra_outputs.values())  # values the kernel also writes
-        self.op = (fact_multi_op if self.extra else fact_op)(binding.pattern["id"])
-        self.output = binding.pattern["output"]
-
-    def run(self, env: dict[str, Any]) -> None:
-        inputs = [env[n] for n in self.binding.input_names]
-        result = self.op(inputs, self.handle)
-        if not self.extra:
-            env[self.output] = result
-            return
-        env[self.output] = result[0]
-        for name, value in zip(self.extra, result[1:]):
-            env[name] = value
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's members as a dict; a key given twice is an error, as in the engine's
+    reader (src/base/json_format.h), never the silent "last one wins" of ``json.load``."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f'duplicate key "{key}" in one object')
+        out[key] = value
+    return out
 
 
 def _read_json(path: str, fmt: str) -> dict:
+    """Reads an artifact file (manifest.json, graph.json) of format ``fmt``, version 1
+    (graph.json: 1, or 2 with symbols).
+
+    Raises:
+        ArtifactError: the file is missing, is not JSON, holds a key twice in one object, is
+            not an object, or is of another format or version; the message names ``path``.
+    """
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+            doc = json.load(f, object_pairs_hook=_unique_keys)
     except FileNotFoundError as exc:
         raise ArtifactError(f"{path}: missing") from exc
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise ArtifactError(f"{path}: not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"{path}: expected a JSON object of format {fmt}, found {type(doc).__name__}")
     versions = GRAPH_VERSIONS if fmt == "fact.graph" else (1,)
     if doc.get("format") != fmt or doc.get("version") not in versions:
         raise ArtifactError(f"{path}: expected format {fmt} version "
@@ -231,28 +166,49 @@ def save_params(tensors: Mapping[str, torch.Tensor], artifact_dir: str) -> str:
 class FactModule(torch.nn.Module):
     """A FACT graph as an ``nn.Module``: ``forward(*inputs)`` in the graph's input order.
 
+    The module runs a generated ``torch.fx.GraphModule`` (:attr:`generated`, made by
+    :func:`fact.module_gen.generate`): each cutlass pattern of the manifest is one call of
+    its kernel (a :class:`fact.kernels.FactKernel`, ``self.fact_<id>``), every other node its
+    ATen op; :meth:`source` is its readable code. With static shapes and nothing that waits
+    for the device, calls on CUDA tensors replay one captured CUDA graph
+    (:class:`fact.cuda_graph.GraphReplay`, :attr:`replay`).
+
     Returns one tensor when the graph has one output, else a tuple. Parameters and buffers
     of the graph are registered under their placeholder names (``p_fc_weight``), so
-    ``.to(device)`` moves them.
+    ``.to(device)`` moves them; tensors a family re-lays out at load are buffers too.
+
+    Args:
+        graph: the graph dict. params: placeholder name -> tensor. manifest: the manifest
+            dict (or ``None``: every node runs its ATen op). library: the kernel library
+            (needed when the manifest has cutlass patterns).
+        cuda_graph: CUDA-graph replay: ``None`` on when possible, ``True`` asked for,
+            ``False`` off (:class:`fact.cuda_graph.GraphReplay`).
 
     Attributes:
         graph: the graph dict. manifest: the manifest dict (or ``None``).
-        bindings: pattern id -> :class:`KernelBinding` for cutlass patterns.
+        bindings: pattern id -> :class:`KernelBinding` for cutlass patterns (a
+            :class:`fact.buckets.BucketedBinding` for one with buckets).
+        dropped_nodes: graph nodes left out (the manifest's ``"dropped"``:
+            :func:`fact.module_gen.drop_identities`).
+        generated: the generated ``torch.fx.GraphModule``.
+        replay: the CUDA-graph replay of :attr:`generated`.
+
+    Raises:
+        ArtifactError: a pattern does not fit the graph, or the graph cannot be generated.
     """
 
     def __init__(self, graph: dict, params: Mapping[str, torch.Tensor],
-                 manifest: dict | None = None, library: KernelLibrary | None = None) -> None:
+                 manifest: dict | None = None, library: KernelLibrary | None = None,
+                 cuda_graph: bool | None = None) -> None:
         super().__init__()
         self.graph = graph
         self.manifest = manifest
         #: The artifact directory it was loaded from (:func:`load`), what :meth:`save` copies.
         self.artifact_dir: str | None = None
         self.input_names = [i["name"] for i in graph["inputs"]]
-        # Symbol -> (input, dim, coefficient) it is read from per call (graphs with symbols).
-        self._symbol_sources = symbol_sources(self.input_names,
-                                              [i["type"] for i in graph["inputs"]],
-                                              set(graph.get("symbols") or ()))
-        missing = set(graph.get("symbols") or ()) - set(self._symbol_sources)
+        symbols = set(graph.get("symbols") or ())
+        missing = symbols - set(module_gen.symbol_dims(
+            [(i["name"], i["type"]) for i in graph["inputs"]], symbols))
         if missing:
             raise ArtifactError(f"symbols {sorted(missing)} are the size of no input dim")
         self._param_names = [p["name"] for p in graph["params"]]
@@ -261,79 +217,70 @@ class FactModule(torch.nn.Module):
                 self.register_parameter(name, t)
             else:
                 self.register_buffer(name, t, persistent=False)
-        self.bindings: dict[str, KernelBinding] = {}
+        self.bindings: dict[str, KernelBinding | BucketedBinding] = {}
         # Pattern id -> the buffers its kernel's family proved it from (e.g. a causal
         # mask's tril buffer), re-checked below.
         self._proven_buffers: dict[str, list[str]] = {}
-        self._steps = self._build_steps(manifest, library)
+        try:  # the identities the canonical form dropped are gone from what runs
+            self._graph, self.dropped_nodes = drop_identities(
+                graph, (manifest or {}).get("dropped") or [])
+            sites = self._kernel_sites(manifest, library)
+            self.generated, self._aten_nodes, load_time = generate(self._graph, sites,
+                                                                   self._param_names)
+        except GenerationError as exc:
+            raise ArtifactError(f"graph {graph.get('name')!r}: {exc}") from exc
+        for name, (compute, sources) in load_time.items():  # re-laid out once, here
+            self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
+                                 persistent=False)
+        self._tensor_names = self._param_names + list(load_time)
+        self.replay = GraphReplay(self._run, self.bindings, replay_blocker(self._graph), cuda_graph,
+                                  requires_grad=any(t.requires_grad for t in params.values()))
         self.check_causal_buffers()
 
     # ------------------------------------------------------------- building
-    def _build_steps(self, manifest: dict | None, library: KernelLibrary | None
-                     ) -> list[_AtenNode | _KernelNode]:
-        nodes = {n["name"]: _AtenNode(n) for n in self.graph["nodes"]}
+    def _kernel_sites(self, manifest: dict | None, library: KernelLibrary | None
+                      ) -> list[KernelSite]:
+        """A binding and a :class:`KernelSite` per cutlass pattern of ``manifest``."""
+        nodes = {n["name"]: n for n in self._graph["nodes"]}
         types: dict[str, dict | None] = {}
-        for v in self.graph["inputs"] + self.graph["params"]:
+        for v in self._graph["inputs"] + self._graph["params"]:
             types[v["name"]] = v["type"]
-        for n in self.graph["nodes"]:
+        for n in self._graph["nodes"]:
             for o in n["outputs"]:
                 types[o["name"]] = o["type"]
-        consumers: dict[str, set[str]] = {}
-        for n in nodes.values():
-            for r in n.inputs():
-                consumers.setdefault(r, set()).add(n.name)
-        graph_outputs = {r for o in self.graph["outputs"] for r in _refs(_decode(o))}
-
-        params = {p["name"]: p for p in self.graph["params"]}
-        kernel_at: dict[str, _KernelNode] = {}  # output node name -> kernel step
-        skipped: set[str] = set()
-        for pat in (manifest or {}).get("patterns", []):
-            if pat.get("impl") != "cutlass":
-                continue
+        params = {p["name"]: p for p in self._graph["params"]}
+        sites: list[KernelSite] = []
+        for pat in kernel_patterns(manifest):
             members = [nodes[n] for n in pat["nodes"] if n in nodes]
             if len(members) != len(pat["nodes"]):
                 raise ArtifactError(f"pattern {pat['id']}: nodes {pat['nodes']} not all in "
                                     f"the graph")
-            out_node = next((m for m in members if pat["output"] in m.outputs), None)
-            if out_node is None:
+            if not any(pat["output"] == o["name"] for m in members for o in m["outputs"]):
                 raise ArtifactError(f"pattern {pat['id']}: output {pat['output']} is not "
                                     f"produced by its nodes")
             if library is None:
                 raise ArtifactError(f"pattern {pat['id']} needs the kernel library")
             binding = self._binding(pat, members, types, library)
-            read = [r for m in members for r in m.inputs()]
+            read = [r for m in members for r in node_inputs(m)]
             buffers = binding.family.proven_buffers(pat, read, params)
             if buffers:
                 self._proven_buffers[pat["id"]] = buffers
-            kernel_at[out_node.name] = _KernelNode(binding, register_binding(binding))
             self.bindings[pat["id"]] = binding
-            member_names = {m.name for m in members}
-            written = set((pat.get("extra_outputs") or {}).values())  # by the kernel too
-            for m in members:
-                if m is out_node:
-                    continue
-                used_outside = any(o not in written and
-                                   (o in graph_outputs or consumers.get(o, set()) - member_names)
-                                   for o in m.outputs)
-                if not used_outside:
-                    skipped.add(m.name)
-        steps: list[_AtenNode | _KernelNode] = []
-        for name, node in nodes.items():
-            if name in kernel_at:
-                steps.append(kernel_at[name])
-            elif name not in skipped:
-                steps.append(node)
-        return steps
+            kernel = FactKernel(binding, register_binding(binding))
+            sites.append(KernelSite(f"fact_{pat['id']}", kernel, pat, binding.input_names,
+                                    [pat["output"], *binding.extra_outputs.values()],
+                                    binding.family.emit))
+        return sites
 
     @staticmethod
-    def _binding(pat: dict, members: Sequence[_AtenNode], types: Mapping[str, dict | None],
+    def _binding(pat: dict, members: Sequence[dict], types: Mapping[str, dict | None],
                  library: KernelLibrary) -> KernelBinding | BucketedBinding:
         try:
             family = family_of(pat)
             family.check_pattern(pat, types)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
-        produced = {o for m in members for o in m.outputs}
+        produced = {o["name"] for m in members for o in m["outputs"]}
         input_names: list[str] = []
         for role in family.roles:
             name = pat.get("operands", {}).get(role)
@@ -343,24 +290,24 @@ class FactModule(torch.nn.Module):
             if name and name not in input_names:
                 input_names.append(name)
         for m in members:
-            for r in m.inputs():
+            for r in node_inputs(m):
                 if r not in produced and r not in input_names:
                     input_names.append(r)
         output = pat["output"]
         extra = dict(pat.get("extra_outputs") or {})  # role -> value the kernel also writes
-
-        def fallback(inputs: Sequence[torch.Tensor]) -> Any:
-            env: dict[str, Any] = dict(zip(input_names, inputs))
-            for m in members:
-                m.run(env)
-            return [env[output], *(env[v] for v in extra.values())] if extra else env[output]
-
         if types.get(output) is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
         for role, value in extra.items():
             if value not in produced or types.get(value) is None:
                 raise ArtifactError(f"pattern {pat['id']}: extra output {role} = {value} is not "
                                     f"a tensor its nodes produce")
+        try:  # the pattern's ATen nodes, generated like the module
+            aten = generate_nodes(members, input_names, [output, *extra.values()], types)
+        except GenerationError as exc:
+            raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
+
+        def fallback(inputs: Sequence[torch.Tensor]) -> Any:
+            return aten(*inputs)
 
         def make(entry: dict, types: Mapping[str, dict | None]) -> KernelBinding:
             expected = {n: types[n] for n in input_names if types.get(n) is not None}
@@ -382,20 +329,38 @@ class FactModule(torch.nn.Module):
         if len(inputs) != len(self.input_names):
             raise TypeError(f"expected {len(self.input_names)} inputs "
                             f"({', '.join(self.input_names)}), got {len(inputs)}")
-        env: dict[str, Any] = dict(zip(self.input_names, inputs))
-        if self._symbol_sources:
-            env[_SYMBOLS] = read_symbols(self._symbol_sources, inputs)
-        for name in self._param_names:
-            env[name] = getattr(self, name)
-        for step in self._steps:
-            step.run(env)
-        outs = [_resolve(_decode(o), env) for o in self.graph["outputs"]]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return self.replay(inputs)
+
+    def _run(self, inputs: Sequence[torch.Tensor]) -> Any:
+        """The generated module on ``inputs`` and this module's tensors (no replay)."""
+        return self.generated(*inputs, *(getattr(self, n) for n in self._tensor_names))
+
+    def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "FactModule":
+        self.replay.reset()  # the captured graph reads the tensors' old addresses
+        return super()._apply(fn, *args, **kwargs)
+
+    def source(self) -> str:
+        """The generated module's Python source, after a header naming each kernel call
+        (what :meth:`write_source` writes)."""
+        lines = [f"# FACT module of graph {self.graph.get('name')!r}: "
+                 f"{len(self.bindings)} FACT kernel call(s), {len(self._aten_nodes)} ATen call(s)."]
+        for pid, b in self.bindings.items():
+            lines.append(f"# self.fact_{pid}: {b.family.name} kernel {b.kernel_name}, replaces "
+                         f"{', '.join(b.pattern['nodes'])}")
+        code = [line.rstrip() for line in self.generated.code.strip().splitlines()]
+        return "\n".join(lines + code) + "\n"
+
+    def write_source(self, directory: str | os.PathLike) -> str:
+        """Write :meth:`source` to ``directory/module.py``; returns the path."""
+        path = os.path.join(os.fspath(directory), MODULE_SOURCE_FILE)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.source())
+        return path
 
     def aten_nodes(self) -> list[str]:
         """Names of the graph nodes this module runs as ATen ops, in order (the nodes of
         cutlass patterns are absent, unless a value they produce is read outside them)."""
-        return [s.name for s in self._steps if isinstance(s, _AtenNode)]
+        return list(self._aten_nodes)
 
     def fallback_counts(self) -> dict[str, int]:
         """Pattern id -> how many kernel calls fell back to ATen so far."""
@@ -465,13 +430,15 @@ def load_graph_module(graph: dict, model: torch.nn.Module | None = None,
     return FactModule(graph, _param_values(graph, model, artifact_dir))
 
 
-def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None) -> FactModule:
+def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
+         cuda_graph: bool | None = None) -> FactModule:
     """Load ``artifact_dir`` (manifest.json, graph.json, libfact_kernels.so) as a module.
 
     Args:
         artifact_dir: what ``factc compose`` wrote.
         model: the module the graph was exported from; its parameters and buffers are used
             (by state-dict target). Without it, ``artifact_dir/params.pt`` must hold them.
+        cuda_graph: CUDA-graph replay (:class:`FactModule`): ``None`` when possible.
 
     Raises:
         ArtifactError: a file is missing or malformed, a parameter cannot be found, or a
@@ -483,12 +450,12 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None) 
     graph = _read_json(os.path.join(artifact_dir, manifest.get("graph", "graph.json")),
                        "fact.graph")
     library = None
-    if any(p.get("impl") == "cutlass" for p in manifest.get("patterns", [])):
+    if kernel_patterns(manifest):
         lib_path = os.path.join(artifact_dir, manifest.get("library", "libfact_kernels.so"))
         if not os.path.isfile(lib_path):
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")
         library = KernelLibrary(os.path.abspath(lib_path))
     params = _param_values(graph, model, artifact_dir)
-    module = FactModule(graph, params, manifest, library)
+    module = FactModule(graph, params, manifest, library, cuda_graph)
     module.artifact_dir = artifact_dir
     return module

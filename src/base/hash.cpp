@@ -2,7 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "base/error.h"
 #include "base/file_io.h"
@@ -29,5 +31,21 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string sha256_file(const std::filesystem::path& path) { return sha256_hex(read_file(path)); }
+
+std::string sha256_tree(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw Error("cannot hash " + root.string() + ": not a directory");
+  std::vector<std::string> files;
+  const auto opts = fs::directory_options::follow_directory_symlink;
+  for (fs::recursive_directory_iterator it(root, opts, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file()) files.push_back(fs::relative(it->path(), root).generic_string());
+  }
+  if (ec) throw Error("cannot list " + root.string() + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::string manifest;
+  for (const auto& f : files) manifest += f + " " + sha256_file(root / f) + "\n";
+  return sha256_hex(manifest);
+}
 
 }  // namespace fact

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "base/process.h"
 #include "engine/toolchain.h"
 #include "families/family.h"
@@ -67,6 +68,12 @@ json compose_entry(const std::string& id, const json& pat, const json& r, const 
       // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
       if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
       if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
+    } else if (w.contains("companion")) {
+      // A vendor winner that runs a generated kernel besides the library (a GEMM's tail
+      // kernel): the family records how the runtime calls it, and it is linked.
+      family.compose_winner(id, pat, r, w, m);
+      const json& object = w.at("companion").at("object");
+      if (seen_objects.insert(object).second) objects.emplace_back(object.get<std::string>());
     }
   } else {
     m["verified"] = false;
@@ -125,8 +132,8 @@ void run_compose(const ComposeOptions& opt) {
 namespace {
 
 void compose(const ComposeOptions& opt) {
-  const json plan = json::parse(read_file(opt.plan));
-  const json realized = json::parse(read_file(opt.realized));
+  const json plan = parse_json_document<json>(read_file(opt.plan), opt.plan.string());
+  const json realized = parse_json_document<json>(read_file(opt.realized), opt.realized.string());
   if (plan.value("format", "") != "fact.plan") throw Error(opt.plan.string() + " is not a FACT plan");
   if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
   if (realized.value("version", 0) != 1 || (plan.value("version", 0) != 1 && plan.value("version", 0) != 2)) {
@@ -166,6 +173,12 @@ void compose(const ComposeOptions& opt) {
     patterns.push_back(m);
   }
   manifest["patterns"] = patterns;
+  // Nodes the canonical form dropped outside every pattern: the generated module leaves them
+  // out (docs/05-composition.md, "The generated module").
+  json dropped = json::array();
+  for (const auto& f : plan.value("fallback", json::array()))
+    if (f.contains("same_as")) dropped.push_back(json{{"node", f.at("node")}, {"same_as", f.at("same_as")}});
+  manifest["dropped"] = dropped;
 
   if (!objects.empty()) {
     const auto tc = realize::find_toolchain(opt.nvcc, "");

@@ -66,6 +66,18 @@ std::string bucket_section(const json& manifest) {
   }
   return s;
 }
+// The report's compile and tune seconds of a realized pattern: a kernel shared with an
+// earlier pattern is charged there, a problem tuned for an earlier pattern is its tuning.
+std::string compile_text(const json& r) {
+  std::string s = num(r.value("compile_s", json()), "{:.1f}");
+  std::string with;
+  for (const auto& id : r.value("shares_kernels_with", json::array())) with += (with.empty() ? "" : ", ") + id.get<std::string>();
+  return with.empty() ? s : s + " (kernels of " + with + ")";
+}
+std::string tune_text(const json& r) {
+  return r.contains("tuned_with") ? "tuned with " + r.at("tuned_with").get<std::string>()
+                                  : num(r.value("tune_s", json()), "{:.1f}");
+}
 }  // namespace
 
 Outcome outcome_of(const json& r) {
@@ -101,8 +113,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     s += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", m.value("id", ""), nodes,
                      m.value("rule", ""), problem_text(m), chosen, m.value("impl", ""),
                      num(m.value("vendor_ms", json())), num(m.value("time_ms", json())), speedup(m),
-                     num(m.value("max_rel_err", json()), "{:.2e}"), num(r.value("compile_s", json()), "{:.1f}"),
-                     num(r.value("tune_s", json()), "{:.1f}"));
+                     num(m.value("max_rel_err", json()), "{:.2e}"), compile_text(r), tune_text(r));
   }
   s += bucket_section(manifest);
   // Each family's note under the table, when one of its patterns is in it.

@@ -34,6 +34,8 @@ struct Pattern {
   double epilogue_gain_us = 0;  // saved_bytes at the GPU's bandwidth
   std::string epilogue_stop;    // why no (longer) tail fuses, when an op after the GEMM
                                 // could not join
+  std::string merge_stop;       // why it was not merged with a pattern reading the same
+                                // operand (Rule::merge), when one does
 };
 
 /// A node a rule was about but could not take, with the rule's reason.
@@ -41,9 +43,12 @@ struct RejectedNode {
   std::string node, op, rule, reason;
 };
 
-/// A node no pattern covers; it stays an ATen op.
+/// A node no pattern covers; it stays an ATen op (or, when the canonical form dropped it,
+/// the runtime leaves it out: `same_as` names the value its output equals, "" for a node
+/// whose output nothing reads).
 struct FallbackNode {
   std::string node, op, reason;
+  std::optional<std::string> same_as;  // set only for nodes the canonical form dropped
 };
 
 struct Plan {

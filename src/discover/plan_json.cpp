@@ -34,11 +34,14 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
         {"vetted_example", p.vetted_example ? json(*p.vetted_example) : json(nullptr)},
         {"epilogue", std::move(epilogue)}});
     if (!p.epilogue_stop.empty()) patterns.back()["epilogue_stop"] = p.epilogue_stop;
+    if (!p.merge_stop.empty()) patterns.back()["merge_stop"] = p.merge_stop;
   }
   for (const RejectedNode& r : plan.rejected)
     rejected.push_back(json{{"node", r.node}, {"op", r.op}, {"rule", r.rule}, {"reason", r.reason}});
-  for (const FallbackNode& f : plan.fallback)
+  for (const FallbackNode& f : plan.fallback) {
     fallback.push_back(json{{"node", f.node}, {"op", f.op}, {"reason", f.reason}});
+    if (f.same_as) fallback.back()["same_as"] = *f.same_as;
+  }
   json out{{"format", "fact.plan"},
            {"version", plan.symbols.empty() ? kPlanFormatVersion : kSymbolicPlanFormatVersion},
            {"graph", plan.graph},

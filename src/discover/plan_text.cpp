@@ -5,6 +5,7 @@
 //       estimate={flops=..., bytes=..., bound=compute, time_us=0.042, gain_us=0.002}   (one line)
 //     epilogue p0 nodes=[sub, mul, relu] output=%relu expr=relu(mul(sub(acc, 2.0), 1.5)) inputs={} ...
 //     epilogue-stop p0: %relu is also read by %x, outside the epilogue
+//     merge-stop p3: reads %x as p1 does, but with layout_b row (p1: col)
 //   rejected mm_1 aten.mm.default gemm: operand a dtype int64: ...
 //   fallback relu aten.relu.default: no rule matches
 #include <fmt/format.h>
@@ -68,6 +69,7 @@ std::string plan_to_text(const Plan& plan) {
                          p.id, nodes_e, e.output, e.expr, inputs, e.saved_bytes, p.epilogue_gain_us);
     }
     if (!p.epilogue_stop.empty()) out += fmt::format("  epilogue-stop {}: {}\n", p.id, p.epilogue_stop);
+    if (!p.merge_stop.empty()) out += fmt::format("  merge-stop {}: {}\n", p.id, p.merge_stop);
   }
   for (const RejectedNode& r : plan.rejected)
     out += fmt::format("rejected {} {} {}: {}\n", r.node, r.op, r.rule, r.reason);

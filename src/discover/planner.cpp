@@ -50,6 +50,39 @@ struct Candidate {
   Estimate estimate;
 };
 
+// A planned pattern's smaller matches (Match::smaller) with their estimates, and the gains
+// that compare them with a tail: of the pattern and of each smaller match, over the
+// canonical graph's nodes only (as a tail's saved bytes are counted).
+struct Smaller {
+  double canonical_gain_us = 0;
+  std::vector<std::pair<Match, Estimate>> matches;
+  std::vector<double> canonical_gains_us;
+};
+
+// Step 2b's swap. The tail `tail` (gaining `tail_gain_us`) of a GEMM pattern is stopped by a
+// node of pattern `q`: when one of q's smaller matches leaves every node of the tail out, and
+// it and the tail together gain more than q, q becomes that match, the nodes it leaves out
+// are no longer covered, and the result is true.
+bool yield_to_tail(Pattern& q, const Smaller& smaller, const Epilogue& tail, double tail_gain_us,
+                   std::map<std::string, std::string>& covered_by) {
+  for (size_t i = 0; i < smaller.matches.size(); ++i) {
+    const auto& [m, e] = smaller.matches[i];
+    const std::set<std::string> kept(m.nodes.begin(), m.nodes.end());
+    const bool clear = std::none_of(tail.nodes.begin(), tail.nodes.end(), [&](const auto& n) { return kept.contains(n); });
+    if (!clear || smaller.canonical_gains_us[i] + tail_gain_us <= smaller.canonical_gain_us) continue;
+    for (const auto& n : q.nodes)
+      if (!kept.contains(n)) covered_by.erase(n);
+    q.nodes = m.nodes;
+    q.output = m.output;
+    q.extra_outputs = m.extra_outputs;
+    q.operands = m.operands;
+    q.problem = m.problem;
+    q.estimate = e;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precision precision) {
@@ -86,6 +119,7 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
   plan.precision = precision;
   std::map<std::string, std::string> covered_by;  // node -> pattern id
   std::map<std::string, std::string> lost_to;     // node -> reason it is in no pattern
+  std::map<std::string, Smaller> smaller_of;      // pattern id -> its smaller matches
   for (auto& c : candidates) {
     auto taken = std::find_if(c.match.nodes.begin(), c.match.nodes.end(),
                               [&](const auto& n) { return covered_by.contains(n); });
@@ -106,20 +140,37 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
     p.operands = std::move(c.match.operands);
     p.problem = std::move(c.match.problem);
     p.estimate = std::move(c.estimate);
+    if (!c.match.smaller.empty()) {
+      Smaller& s = smaller_of[p.id];
+      s.canonical_gain_us = estimate(c.match.work, unfused_bytes(index, c.match.nodes)).gain_us;
+      for (auto& m : c.match.smaller) {
+        s.canonical_gains_us.push_back(estimate(m.work, unfused_bytes(index, m.nodes)).gain_us);
+        Estimate e = estimate(m.work, unfused_bytes(exported_index, exported_nodes(exported_index, canonical, m.nodes, m.output)));
+        s.matches.emplace_back(std::move(m), std::move(e));
+      }
+    }
     for (const auto& n : p.nodes) covered_by[n] = p.id;
     plan.patterns.push_back(std::move(p));
   }
 
   // 2b. Epilogues: the elementwise tail after each GEMM pattern, in priority order; a
-  //     node belongs to at most one tail.
+  //     node belongs to at most one tail. A tail that reaches into another pattern takes
+  //     the nodes that pattern can leave out (the residual add of an add & norm), when the
+  //     two gain more that way (yield_to_tail).
   std::map<std::string, std::string> in_tail_of;  // node -> pattern id
+  std::map<std::string, Pattern*> by_id;
+  for (Pattern& p : plan.patterns) by_id[p.id] = &p;
   for (Pattern& p : plan.patterns) {
     if (!rules.find(p.rule)->takes_tail) continue;
     EpilogueSearch found = find_epilogue_through_views(index, p.output);
     p.epilogue_stop = found.stop;
     if (!found.epilogue) continue;
-    auto taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(),
-                              [&](const auto& n) { return in_tail_of.contains(n) || covered_by.contains(n); });
+    auto is_taken = [&](const auto& n) { return in_tail_of.contains(n) || covered_by.contains(n); };
+    auto taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(), is_taken);
+    if (taken != found.epilogue->nodes.end() && !in_tail_of.contains(*taken) &&
+        yield_to_tail(*by_id.at(covered_by[*taken]), smaller_of[covered_by[*taken]], *found.epilogue,
+                      double(found.epilogue->saved_bytes) / kH200.hbm_bytes_per_s * 1e6, covered_by))
+      taken = std::find_if(found.epilogue->nodes.begin(), found.epilogue->nodes.end(), is_taken);
     if (taken != found.epilogue->nodes.end()) {
       p.epilogue_stop = "%" + *taken + " already belongs to " +
                         (in_tail_of.contains(*taken) ? in_tail_of[*taken] + "'s epilogue" : covered_by[*taken]);
@@ -129,6 +180,13 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
     p.epilogue_gain_us = double(p.epilogue->saved_bytes) / kH200.hbm_bytes_per_s * 1e6;
     for (const auto& n : p.epilogue->nodes) in_tail_of[n] = p.id;
   }
+
+  // 2c. Merges: patterns one kernel can run together (Rule::merge), after the epilogues,
+  //     because a pattern with a tail of its own is not merged.
+  for (const Rule& rule : rules.rules())
+    if (rule.merge) rule.merge(index, plan);
+  for (Pattern& p : plan.patterns)
+    for (const auto& n : p.nodes) covered_by[n] = p.id;
 
   // 3. Every node outside the patterns and their tails: rejected (with each rule's reason)
   //    or fallback. A tail's nodes belong to its pattern: realization fuses them or says why

@@ -15,6 +15,8 @@
 
 namespace fact::discover {
 
+struct Plan;
+
 /// A rule's match of one subgraph: the kernel problem it stands for.
 struct Match {
   std::vector<std::string> nodes;  // graph nodes the kernel replaces, in graph order
@@ -23,6 +25,11 @@ struct Match {
   std::vector<std::pair<std::string, std::string>> operands;  // kernel operand -> graph value
   nlohmann::ordered_json problem;  // the rule's problem descriptor (plan JSON "problem")
   Work work;                       // FLOPs and fewest bytes, for the cost model
+  /// The same kernel over fewer nodes: without nodes at its input side that the epilogue of
+  /// the GEMM producing its operand could take instead (add & norm -> the norm of the sum).
+  /// The planner swaps a pattern for one of these when that tail and this match together
+  /// gain more than the pattern (make_plan, step 2b). Each leaves out nodes; none has its own.
+  std::vector<Match> smaller;
 };
 
 /// The node has the op the rule is about, but a constraint fails; `reason` says which,
@@ -57,6 +64,11 @@ struct Rule {
   /// Its kernel can compute the elementwise tail after its output (the planner then looks
   /// for the tail, find_epilogue, and realization fuses it into the kernel's epilogue).
   bool takes_tail = false;
+  /// Merges this rule's planned patterns that can run as one kernel (GEMMs that read the
+  /// same A: one GEMM over the concatenated weights); the planner calls it after the
+  /// epilogues are found (make_plan, step 2c). Merged patterns' nodes join the first; a near
+  /// miss is written into the pattern's merge_stop. nullptr: the rule merges nothing.
+  void (*merge)(const graph::GraphIndex& graph, Plan& plan) = nullptr;
 };
 
 }  // namespace fact::discover

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "base/hash.h"
 #include "base/process.h"
 
@@ -67,15 +68,18 @@ std::string read_or_empty(const fs::path& p) {
   }
 }
 
-// A cached entry is usable when meta.json parses and (for ok entries) both files still hash
-// to what meta.json recorded. Returns false (and sets corrupt) for a damaged entry.
+// A cached entry is usable when meta.json exists, parses (strictly: a key twice is damage),
+// has status "ok" or "quarantined" and (for ok entries) both files still hash to what it
+// recorded. Returns false with corrupt set for a damaged entry, false alone for none.
 bool load_cached(const fs::path& dir, BuildResult& r, bool& corrupt) {
   corrupt = false;
-  const std::string text = read_or_empty(dir / "meta.json");
-  if (text.empty()) return false;
+  std::error_code ec;
+  if (!fs::exists(dir / "meta.json", ec)) return false;
   try {
-    json meta = json::parse(text);
-    r.ok = meta.at("status").get<std::string>() == "ok";
+    const json meta = parse_json_document<json>(read_file(dir / "meta.json"), (dir / "meta.json").string());
+    const std::string status = meta.at("status").get<std::string>();
+    if (status != "ok" && status != "quarantined") throw Error("status " + status);
+    r.ok = status == "ok";
     r.reason = meta.value("reason", "");
     r.seconds = meta.value("seconds", 0.0);
     if (r.ok) {
@@ -88,6 +92,8 @@ bool load_cached(const fs::path& dir, BuildResult& r, bool& corrupt) {
     }
     return true;
   } catch (const std::exception&) {
+    r.ok = false;
+    r.reason.clear();
     corrupt = true;
     return false;
   }

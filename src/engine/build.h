@@ -1,10 +1,13 @@
 // Building kernels: nvcc in parallel into a content-addressed cache.
 //
 // Cache layout: <cache>/kernels/<key>/{kernel.cu, kernel.o, kernel.so, build.log, meta.json}
-// where key = SHA-256(source text + toolchain key text). meta.json records the status
+// where key = SHA-256(source text + Toolchain::key_text(): nvcc's full version text, CUTLASS's
+// version, the content hash of its header trees, the flags). meta.json records the status
 // ("ok" or "quarantined"), the reason, the build seconds and the SHA-256 of kernel.o and
-// kernel.so; an entry whose files no longer match is corrupt and is rebuilt. A failed
-// build is remembered too, so a quarantined candidate is not recompiled.
+// kernel.so; an entry whose meta.json is damaged or whose files no longer match is corrupt
+// and is rebuilt. A failed build is remembered under the same key, so a quarantined
+// candidate is not recompiled while nothing it was built from changes, and is rebuilt once
+// anything does (a fixed header tree, another nvcc).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -34,7 +37,7 @@ struct BuildResult {
 
 /// The content-addressed cache key of a request under a toolchain: SHA-256 (hex) of the
 /// source text and the toolchain's key_text(). Paths play no part: the same source under the
-/// same toolchain has the same key on every machine.
+/// same toolchain and an identical header tree has the same key on every machine.
 std::string cache_key(const BuildRequest& request, const Toolchain& toolchain);
 
 /// Default cache directory: $FACT_CACHE_DIR, else $XDG_CACHE_HOME/fact, else ~/.cache/fact.

@@ -35,6 +35,10 @@ class Candidate {
   /// attention vendor lower bound); note() says what its time is.
   virtual bool verifiable() const { return true; }
   virtual std::string note() const { return {}; }
+  /// A generated kernel the candidate runs besides its own work ("" for none): a vendor
+  /// GEMM's tail kernel (the GEMM family). realized.json records its build and compose
+  /// links it when the candidate wins.
+  virtual std::string companion() const { return {}; }
   /// Checks the candidate can run `args` and allocates what it needs; returns "" when it
   /// can, else the reason it cannot (the candidate is then quarantined). Throws fact::Error
   /// when the GPU fails.
@@ -55,6 +59,7 @@ struct CandidateOutcome {
   int trials = 0;
   size_t workspace_bytes = 0;
   std::string note;         // how the time was formed, when it is not the run's alone
+  std::string companion;    // Candidate::companion()
   bool verified = true;     // false: a time only (a lower bound computing no output), no error figures
 };
 
@@ -100,6 +105,7 @@ std::vector<CandidateOutcome> prepare_outcomes(std::vector<std::unique_ptr<Candi
     out[i].impl = cands[i]->impl();
     out[i].verified = cands[i]->verifiable();
     out[i].note = cands[i]->note();
+    out[i].companion = cands[i]->companion();
     if (!prepare_candidate(*cands[i], args, gpu, out[i])) cudaGetLastError();
   }
   return out;

@@ -1,5 +1,6 @@
 #include "engine/realize.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/json_format.h"
 #include "base/version.h"
 #include "engine/build.h"
 #include "engine/buckets.h"
@@ -40,6 +42,10 @@ struct PatternWork {
   const std::vector<std::string>& kernels() const {
     static const std::vector<std::string> none;
     return realization ? realization->kernels : none;
+  }
+  const std::vector<std::string>& companions() const {
+    static const std::vector<std::string> none;
+    return realization ? realization->companions : none;
   }
 };
 
@@ -155,8 +161,12 @@ std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, 
   check_plan(plan, "plan");
   std::vector<PlannedPattern> out;
   for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
-    if (w.realization) out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->unsupported)});
-    else out.push_back({w.id, {}, w.invalid});
+    if (w.realization) {
+      out.push_back({w.id, std::move(w.realization->kernels), std::move(w.realization->companions),
+                     std::move(w.realization->unsupported)});
+    } else {
+      out.push_back({w.id, {}, {}, w.invalid});
+    }
   }
   return out;
 }
@@ -175,7 +185,8 @@ json realized_header(const RealizeOptions& opt, const Toolchain& tc, const fs::p
                      const std::optional<GpuInfo>& gpu) {
   json result{{"format", "fact.realized"}, {"version", 1}, {"policy", std::string(precision_name(opt.policy))},
               {"plan", fs::absolute(opt.plan).string()}, {"nvcc", tc.nvcc_version},
-              {"cutlass", tc.cutlass_version}, {"cache", cache.string()},
+              {"cutlass", tc.cutlass_version}, {"cutlass_headers", tc.cutlass_headers_sha256},
+              {"cache", cache.string()},
               {"build_wall_s", build_wall}, {"gpu", nullptr}};
   if (gpu) {
     result["gpu"] = gpu->name;
@@ -228,6 +239,11 @@ json candidate_entry(const CandidateOutcome& o, const std::map<std::string, Buil
     std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
   }
   if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
+  if (!o.companion.empty()) {
+    json k{{"kernel", o.companion}};
+    if (auto it = built.find(o.companion); it != built.end()) set_build_fields(k, it->second);
+    c["companion"] = k;
+  }
   return c;
 }
 
@@ -249,7 +265,9 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   if (g.reg) {
     try {
       key = tuning_key(w.realization->tuning_problem(w.out.at("problem")), g.gpu, g.tc, g.opt.policy);
-      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, w.kernels(), w.out)) {
+      std::vector<std::string> kernels = w.kernels();
+      kernels.insert(kernels.end(), w.companions().begin(), w.companions().end());
+      if (auto hit = g.reg->get(*key); hit && replay_record(*hit, g.built, kernels, w.out)) {
         std::fprintf(stderr, "realize %s: registry hit, winner %s (tuned %s)\n", w.id.c_str(), hit->winner.c_str(),
                      hit->created.c_str());
         return;
@@ -283,6 +301,16 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   }
 }
 
+// A pattern whose tuning problem an earlier pattern of this run had: that one's candidates,
+// verification and winner, tuned once.
+void take_tuning(PatternWork& w, const PatternWork& first) {
+  for (const char* f : {"candidates", "verification", "winner", "winner_impl", "registry"})
+    if (first.out.contains(f)) w.out[f] = first.out.at(f);
+  w.out["tune_s"] = 0.0;
+  w.out["tuned_with"] = first.id;
+  std::fprintf(stderr, "realize %s: the problem of %s, tuned once\n", w.id.c_str(), first.id.c_str());
+}
+
 void print_summary(const std::vector<PatternWork>& work, const std::map<std::string, BuildResult>& built,
                    double build_wall, bool gpu, const fs::path& cache) {
   // Each kernel once, however many patterns share it.
@@ -309,8 +337,29 @@ void print_summary(const std::vector<PatternWork>& work, const std::map<std::str
 
 }  // namespace
 
+std::vector<CompileCharge> charge_compile(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& patterns,
+    const std::map<std::string, BuildResult>& built) {
+  std::map<std::string, std::string> first;  // kernel -> the pattern charged for it
+  std::vector<CompileCharge> out;
+  for (const auto& [id, kernels] : patterns) {
+    CompileCharge c;
+    for (const auto& name : kernels) {
+      const auto [it, fresh] = first.emplace(name, id);
+      if (fresh) {
+        const auto b = built.find(name);
+        if (b != built.end() && !b->second.cached) c.seconds += b->second.seconds;
+      } else if (std::find(c.shares_with.begin(), c.shares_with.end(), it->second) == c.shares_with.end()) {
+        c.shares_with.push_back(it->second);
+      }
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 int run_realize(const RealizeOptions& given) {
-  const json plan = json::parse(read_file(given.plan), nullptr, false);
+  const json plan = parse_json_document<json>(read_file(given.plan), given.plan.string());
   check_plan(plan, given.plan.string());
   // The policy: the plan's own unless --policy names one; a different one is said, since a
   // plan discovered under fp32 and realized under tf32 was once built as tf32 silently.
@@ -348,17 +397,30 @@ int run_realize(const RealizeOptions& given) {
   // entirely never allocates tuning buffers or a cuBLAS handle.
   std::unique_ptr<GpuContext> ctx;
   std::unique_ptr<registry::Registry> reg = gpu && opt.use_registry ? open_registry(cache) : nullptr;
-  for (auto& w : work) {
-    double compile_s = 0;
-    for (const auto& name : w.kernels()) {
-      const auto& b = built.at(name);
-      if (!b.cached) compile_s += b.seconds;
-    }
-    w.out["compile_s"] = compile_s;
+  // A kernel's compile seconds go to the first pattern that asked for it; a pattern with the
+  // problem of an earlier one (q, k and v projections of one width) takes that one's tuning.
+  std::vector<std::pair<std::string, std::vector<std::string>>> asked;
+  for (const auto& w : work) {  // a vendor tail's kernel counts with its pattern's
+    std::vector<std::string> names = w.kernels();
+    names.insert(names.end(), w.companions().begin(), w.companions().end());
+    asked.emplace_back(w.id, std::move(names));
+  }
+  const std::vector<CompileCharge> charges = charge_compile(asked, built);
+  std::map<std::string, size_t> tuned_by_problem;  // tuning problem -> index into `work`
+  for (size_t i = 0; i < work.size(); ++i) {
+    PatternWork& w = work[i];
+    w.out["compile_s"] = charges[i].seconds;
+    if (!charges[i].shares_with.empty()) w.out["shares_kernels_with"] = charges[i].shares_with;
     if (!w.invalid.empty()) {
       w.out["candidates"] = json::array();
       w.out["winner"] = nullptr;
       w.out["winner_impl"] = nullptr;
+      continue;
+    }
+    const std::string problem = w.realization->tuning_problem(w.out.at("problem")).dump();
+    const auto [first, inserted] = tuned_by_problem.emplace(problem, i);
+    if (!inserted && gpu) {
+      take_tuning(w, work[first->second]);
     } else if (!gpu) {
       report_builds(w, built);
     } else {

@@ -33,6 +33,7 @@ struct RealizeOptions {
 struct PlannedPattern {
   std::string id;
   std::vector<std::string> kernels;  // kernel names, in the order they are tuned
+  std::vector<std::string> companions;  // built too, run by candidates besides them
   std::string unsupported;           // non-empty: why no kernel of FACT's implements it
 };
 
@@ -48,8 +49,25 @@ std::vector<PlannedPattern> plan_candidates(const nlohmann::json& plan, Precisio
                                             const std::optional<GpuInfo>& gpu,
                                             std::map<std::string, BuildRequest>& requests);
 
-/// Realizes every pattern of the plan: builds its candidates, and on a GPU verifies and
-/// tunes them and picks a winner. Prints progress to stderr and a summary to stdout.
+/// What one pattern's kernels cost to compile in a run (realized.json's `compile_s` and
+/// `shares_kernels_with`).
+struct CompileCharge {
+  double seconds = 0;                    // compile + link seconds of the kernels first asked for here
+  std::vector<std::string> shares_with;  // earlier patterns charged for kernels it also tunes
+};
+
+/// Charges each kernel's build (`built`, by name) to the first of `patterns` (id, kernel
+/// names) that asks for it: one build serves every pattern with the same problem, so its
+/// seconds are counted once and the report's per-pattern seconds add up to what the pool
+/// compiled. A kernel served from the cache costs 0; a name missing from `built` costs 0.
+std::vector<CompileCharge> charge_compile(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& patterns,
+    const std::map<std::string, BuildResult>& built);
+
+/// Realizes every pattern of the plan: builds every pattern's candidates in one parallel pool
+/// (a kernel two patterns ask for is built once), and on a GPU verifies and tunes them and
+/// picks a winner; a pattern with the tuning problem of an earlier one takes its tuning
+/// (`"tuned_with"`). Prints progress to stderr and a summary to stdout.
 /// Returns 0 on success (also without a GPU, which realized.json records as "gpu": null).
 /// Throws fact::Error for an unreadable plan or a missing toolchain.
 int run_realize(const RealizeOptions& options);

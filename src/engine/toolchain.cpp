@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <regex>
 
 #include "base/error.h"
 #include "base/file_io.h"
+#include "base/hash.h"
 #include "base/process.h"
 
 namespace fs = std::filesystem;
@@ -67,6 +70,20 @@ std::string cutlass_version(const fs::path& dir) {
 
 }  // namespace
 
+std::string cutlass_headers_sha256(const fs::path& cutlass_dir) {
+  static std::mutex mu;
+  static std::map<fs::path, std::string> memo;
+  const fs::path dir = fs::weakly_canonical(cutlass_dir);
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = memo.find(dir); it != memo.end()) return it->second;
+  std::string text;
+  for (const fs::path& sub : {fs::path("include"), fs::path("tools") / "util" / "include"}) {
+    std::error_code ec;
+    text += sub.generic_string() + ":" + (fs::is_directory(dir / sub, ec) ? sha256_tree(dir / sub) : "absent") + "\n";
+  }
+  return memo[dir] = sha256_hex(text);
+}
+
 Toolchain find_toolchain(const std::string& nvcc_override, const std::string& cutlass_override) {
   Toolchain t;
   t.nvcc = find_nvcc(nvcc_override);
@@ -76,6 +93,7 @@ Toolchain find_toolchain(const std::string& nvcc_override, const std::string& cu
   t.nvcc_version = std::regex_search(t.nvcc_version_text, m, re) ? m[1].str() : "unknown";
   t.cutlass_dir = find_cutlass(cutlass_override);
   t.cutlass_version = cutlass_version(t.cutlass_dir);
+  t.cutlass_headers_sha256 = cutlass_headers_sha256(t.cutlass_dir);
   // -DNDEBUG matters: without it nvcc 13.0 serializes wgmma across function boundaries
   // (ptxas C7510) and CUTLASS's TF32 example ran at 0.69x cuBLAS.
   t.compile_flags = {"-std=c++17", "-O3", "-DNDEBUG", "--expt-relaxed-constexpr",
@@ -107,7 +125,8 @@ std::string Toolchain::flags_text() const {
 }
 
 std::string Toolchain::key_text() const {
-  return "nvcc:" + nvcc_version_text + "\ncutlass:" + cutlass_version + "\nflags:" + flags_text();
+  return "nvcc:" + nvcc_version_text + "\ncutlass:" + cutlass_version +
+         "\ncutlass-headers:" + cutlass_headers_sha256 + "\nflags:" + flags_text();
 }
 
 }  // namespace fact::realize

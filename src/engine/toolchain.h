@@ -1,5 +1,6 @@
 // The CUDA toolchain and CUTLASS headers realization builds with, and what identifies them
-// in cache keys (docs/00-design.md §3: a key names nvcc's version, the flags and CUTLASS's version).
+// in cache keys (docs/04-realization.md "Kernel cache": a key hashes the source, nvcc's full
+// version text, the flags, CUTLASS's version and the content of its header tree).
 #pragma once
 #include <filesystem>
 #include <string>
@@ -13,6 +14,7 @@ struct Toolchain {
   std::string nvcc_version_text;         // full `nvcc --version` output (hashed into keys)
   std::filesystem::path cutlass_dir;     // holds include/ and tools/util/include/
   std::string cutlass_version;           // e.g. "4.2.0"
+  std::string cutlass_headers_sha256;    // cutlass_headers_sha256(cutlass_dir), hashed into keys
   std::vector<std::string> compile_flags;  // everything but -I, -c, -o and the source
 
   /// Full nvcc command line compiling `source` into `object`.
@@ -24,9 +26,19 @@ struct Toolchain {
                                         const std::filesystem::path& library) const;
   /// The compile flags as one string, as cache and registry keys hash them.
   std::string flags_text() const;
-  /// The part of every cache key that comes from the toolchain.
+  /// The part of every cache key that comes from the toolchain: nvcc's full version text,
+  /// CUTLASS's version, cutlass_headers_sha256 and the flags.
   std::string key_text() const;
 };
+
+/// SHA-256 (hex) of the CUTLASS header trees kernels compile against: sha256_tree of
+/// <dir>/include and of <dir>/tools/util/include (the -I directories; "absent" for a missing
+/// one). The whole trees are hashed rather than the headers one kernel includes (`nvcc -M`):
+/// the key must be known before any compile, `nvcc -M` preprocesses all of CUTLASS for every
+/// kernel, cache hits included, while the trees cost one read (about 0.2 s) and a superset
+/// can never miss an included header. Computed once per directory per process (memoized by
+/// its canonical path; thread-safe). Throws fact::Error when a file cannot be read.
+std::string cutlass_headers_sha256(const std::filesystem::path& cutlass_dir);
 
 /// Finds the toolchain. nvcc: `nvcc_override`, else $FACT_NVCC, else $CUDA_HOME/bin/nvcc,
 /// else /usr/local/cuda/bin/nvcc, else `nvcc` on PATH. CUTLASS: `cutlass_override`, else

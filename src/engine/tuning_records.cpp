@@ -53,6 +53,8 @@ bool replay_record(const registry::TuningRecord& record,
   // widened space) could win: tune again.
   std::set<std::string> tuned;
   for (const auto& c : record.candidates) {
+    // A companion kernel the record's candidates ran (a vendor GEMM's tail kernel).
+    if (c.contains("companion") && c.at("companion").is_object()) tuned.insert(c.at("companion").value("kernel", ""));
     if (c.value("impl", "") != "cutlass") continue;
     GemmRuntime rt;
     const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
@@ -79,6 +81,16 @@ bool replay_record(const registry::TuningRecord& record,
   json cands = record.candidates.is_array() ? record.candidates : json::array();
   for (auto& c : cands) {
     if (c.value("impl", "") == "cutlass") set_candidate_build_fields(c, built);
+    // A companion kernel (a vendor GEMM's tail kernel) is part of what was verified: the
+    // winner's must be this run's build of the same source.
+    if (c.contains("companion") && c.at("companion").is_object()) {
+      json& k = c["companion"];
+      auto it = built.find(k.value("kernel", ""));
+      if (c.value("kernel", "") == record.winner && (it == built.end() || !it->second.ok || k.value("key", "") != it->second.key)) {
+        return false;
+      }
+      if (it != built.end()) set_build_fields(k, it->second);
+    }
   }
   out["candidates"] = cands;
   out["winner"] = record.winner;

@@ -34,9 +34,10 @@ void set_candidate_build_fields(nlohmann::json& candidate, const std::map<std::s
 /// come from this run's builds (`built`, by kernel name), not from the record. Returns
 /// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now or
 /// was built from other source (its recorded build key differs: never verified), or when
-/// one of `kernels` (this run's CUTLASS kernels for the pattern) was never timed by the
-/// record (another tuning budget or space, or it failed to build then): the caller then
-/// tunes afresh.
+/// one of `kernels` (this run's CUTLASS kernels and companions for the pattern) was never timed or run by the
+/// record (another tuning budget or space, or it failed to build then), or when the
+/// winner's companion kernel (a vendor GEMM's tail kernel) was not built now or from other
+/// source: the caller then tunes afresh. Companions' build fields come from this run too.
 bool replay_record(const registry::TuningRecord& record,
                    const std::map<std::string, BuildResult>& built,
                    const std::vector<std::string>& kernels, nlohmann::json& out);

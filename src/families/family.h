@@ -62,6 +62,9 @@ class PatternRealization {
   virtual ~PatternRealization() = default;
 
   std::vector<std::string> kernels;  // names of the kernels to build, in tuning order
+  /// Generated kernels its candidates run besides `kernels` (a vendor GEMM's tail kernel):
+  /// built with them, never tuned alone.
+  std::vector<std::string> companions;
   std::string unsupported;           // non-empty: no FACT kernel implements it (vendor only)
   nlohmann::json fields = nlohmann::json::object();  // realized.json fields known before the build
 
@@ -105,7 +108,9 @@ class Family {
   // Composition (src/compose/).
   /// Checks that a pattern whose FACT kernel (`winner`, a realized.json candidate) won has
   /// what the runtime binds, and completes its manifest entry `m` (symbol, fused tail).
-  /// Throws fact::Error naming the pattern and what is missing.
+  /// Also called for a vendor winner that runs a companion kernel (its "companion"), to
+  /// record in `m` how the runtime calls it. Throws fact::Error naming the pattern and what
+  /// is missing.
   virtual void compose_winner(const std::string& id, const nlohmann::json& plan_pattern, const nlohmann::json& realized,
                               const nlohmann::json& winner, nlohmann::json& m) const = 0;
 
@@ -134,6 +139,17 @@ const CandidateOutcome* fastest_kernel_else_bound(const std::vector<CandidateOut
 /// object file to link; sets m["symbol"] (w's symbol, else its kernel name).
 void compose_tailless_winner(std::string_view family, const std::string& id, const nlohmann::json& r,
                              const nlohmann::json& w, nlohmann::json& m);
+
+/// The report section of a family whose vendor candidate is a copy bound
+/// (engine/copy_bound.h: norm, rope): "\n## <title>\n\n" and one line per manifest pattern
+/// of `family` — its problem (`text`), then the kernel that replaces its nodes (and its time)
+/// or why it was left to ATen (realized.json's `cutlass_unavailable`, else no verified kernel).
+std::string copy_bound_report_section(std::string_view family, std::string_view title, const nlohmann::json& realized,
+                                      const nlohmann::json& manifest,
+                                      std::string (*text)(const nlohmann::json& problem));
+
+/// The table note of such a family: its vendor ms is a lower bound of the ATen nodes.
+std::string copy_bound_table_note(std::string_view family);
 
 /// Every family FACT ships, in the order of family_list.cpp (the order their rules run and
 /// their report sections appear). Throws fact::Error at first use on a duplicate name.

@@ -3,7 +3,10 @@
 // list. The list rejects a duplicate name; the rule registry rejects a duplicate rule.
 #include <set>
 
+#include <fmt/format.h>
+
 #include "base/error.h"
+#include "compose/compose.h"
 #include "discover/registry.h"
 #include "families/family.h"
 
@@ -12,10 +15,11 @@ namespace fact::families {
 const Family& gemm();       // src/families/gemm/family.cpp: CUTLASS sm90 GEMMs with fused epilogue trees
 const Family& attention();  // src/families/attention/family.cpp: FACT's fused attention kernels
 const Family& norm();       // src/families/norm/family.cpp: LayerNorm / RMSNorm rows, with the residual add
+const Family& rope();       // src/families/rope/family.cpp: rotary position embeddings of q or k
 
 const std::vector<const Family*>& families() {
   static const std::vector<const Family*> list = [] {
-    std::vector<const Family*> l{&gemm(), &attention(), &norm()};
+    std::vector<const Family*> l{&gemm(), &attention(), &norm(), &rope()};
     std::set<std::string_view> names;
     for (const Family* f : l) {
       if (!names.insert(f->name()).second) throw Error("kernel family " + std::string(f->name()) + " listed twice");
@@ -74,6 +78,31 @@ void compose_tailless_winner(std::string_view family, const std::string& id, con
   }
   if (!w.contains("object")) throw Error("realized.json's winner for pattern " + id + " has no object file to link");
   m["symbol"] = w.contains("symbol") ? w.at("symbol") : w.at("kernel");
+}
+
+std::string copy_bound_report_section(std::string_view family, std::string_view title, const nlohmann::json& realized,
+                                      const nlohmann::json& manifest, std::string (*text)(const nlohmann::json&)) {
+  std::string s = fmt::format("\n## {}\n\n", title);
+  for (const auto& m : manifest.at("patterns")) {
+    if (m.value("abi", "") != family) continue;
+    const nlohmann::json r = compose::find_by_id(realized.at("patterns"), m.value("id", ""));
+    std::string status;
+    if (m.value("impl", "") == "cutlass") {
+      status = fmt::format("`{}` replaces its {} nodes", m.value("kernel", std::string()), m.at("nodes").size());
+      if (m.contains("time_ms")) status += fmt::format(": {:.4f} ms", m.at("time_ms").get<double>());
+    } else if (r.is_object() && r.contains("cutlass_unavailable")) {
+      status = "left to ATen: " + r.at("cutlass_unavailable").get<std::string>();
+    } else {
+      status = "left to ATen: no verified FACT kernel";
+    }
+    s += fmt::format("- {}: {} — {}\n", m.value("id", ""), text(m.at("problem")), status);
+  }
+  return s;
+}
+
+std::string copy_bound_table_note(std::string_view family) {
+  return fmt::format("\nFor {} patterns, vendor ms is one copy of the bytes the fused kernel moves: a lower bound of "
+                     "the ATen nodes it replaces, so the speedup shown is a lower bound too.\n", family);
 }
 
 }  // namespace fact::families

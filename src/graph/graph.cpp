@@ -3,6 +3,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "graph/text.h"
 
 namespace fact::graph {
 
@@ -113,6 +114,8 @@ GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
     if (!node_names.insert(n.name).second)
       throw Error("node '" + n.name + "' is defined twice");
     if (n.op.empty()) throw Error("node '" + n.name + "' has an empty op (expected \"aten.<op>.<overload>\")");
+    if (!is_op_name(n.op))
+      throw Error("node '" + n.name + "' has op '" + n.op + "', which is not an op name (a letter or '_', then letters, digits, '_' and '.', as in aten.mm.default)");
     auto use = [&](const std::string& ref) {
       auto it = values_.find(ref);
       if (it == values_.end())

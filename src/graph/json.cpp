@@ -118,7 +118,9 @@ Arg arg_from_json(const json& j, const std::string& path) {
     }
     case json::value_t::object: {
       if (j.size() != 1) fail(path, "an argument object has exactly one key");
-      const auto& [key, v] = *j.items().begin();
+      // Not a structured binding: clang 14 (the sanitizer build) cannot capture one.
+      const std::string key = j.begin().key();
+      const json& v = j.begin().value();
       auto str = [&] {
         if (!v.is_string()) fail(path + "." + key, "expected a string");
         return v.get<std::string>();

@@ -22,6 +22,11 @@ std::string print_text(const Graph& graph);
 /// "<source>:<line>:<column>: <what was expected>, found <what was there>".
 Graph parse_text(std::string_view text, std::string_view source = "<text>");
 
+/// True when `op` is a word the text form reads as an op name: a letter or '_', then
+/// letters, digits, '_' and '.' (aten.mm.default). Graph validation requires it of every
+/// node's op, so every graph that reads, from JSON or text, prints as text that reads back.
+bool is_op_name(std::string_view op);
+
 /// Pieces of the text form, shared with other printers (e.g. the plan text).
 std::string format_type(const TensorType& type);  // f32[8,4]{4,1}
 std::string format_arg(const Arg& arg);           // %x, 2, 1e-05, "s", [1, 2], dtype(f32)

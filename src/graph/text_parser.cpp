@@ -1,5 +1,6 @@
 // Recursive-descent parser of the canonical graph text (grammar in docs/02-graph-format.md).
 // Whitespace and newlines separate tokens; `#` starts a comment to the end of the line.
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <set>
@@ -394,6 +395,10 @@ class Parser {
 Graph parse_text(std::string_view text, std::string_view source) {
   check_nesting_depth(text, source);
   return Parser(text, source).parse_graph();
+}
+
+bool is_op_name(std::string_view op) {
+  return !op.empty() && ident_start(op[0]) && std::all_of(op.begin(), op.end(), ident_char);
 }
 
 }  // namespace fact::graph

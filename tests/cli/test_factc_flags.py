@@ -81,3 +81,15 @@ def test_the_plans_precision_is_the_default_policy_and_another_is_said(tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b.json").read_text())["policy"] == "tf32"
     assert "--policy tf32 differs from the plan's precision fp32" in r.stderr
+
+
+def test_a_plan_with_a_key_twice_is_refused_naming_the_key(tmp_path):
+    # The last of two "precision"s was once taken silently (nlohmann's default).
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"format": "fact.plan", "version": 1, "precision": "fp32", "precision": "tf32", '
+                    '"patterns": []}')
+    r = factc("realize", str(plan), "--no-gpu", "--cache", str(tmp_path / "c"), "-o", str(tmp_path / "r.json"),
+              cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert 'duplicate key "precision"' in r.stderr and str(plan) in r.stderr, r.stderr
+    assert not (tmp_path / "r.json").exists()

@@ -46,6 +46,25 @@ struct ComposeTest : ::testing::Test {
     fact::write_file(dir / "realized.json", realized.dump());
     return {dir / "plan.json", dir / "realized.json", dir / "graph.json", dir / "artifact", ""};
   }
+  // Builds `obj`, a stand-in kernel object exporting `symbol`'s ABI entry points with the
+  // host compiler (compose only links it); false, with the reason in `why`, without one.
+  bool stand_in_object(const std::string& symbol, const fs::path& obj, std::string& why) {
+    if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+      why = "FACT_SKIP_NVCC_TESTS=1";
+      return false;
+    }
+    const fs::path src = obj.string() + ".c";
+    const std::string& k = symbol;
+    fact::write_file(src, "#include <stddef.h>\nint " + k + "_can_implement(const void* a) { return 0; }\n" +
+                              "size_t " + k + "_workspace_bytes(const void* a) { return 0; }\n" + "int " + k +
+                              "_run(const void* a, void* w, size_t n, void* s) { return 0; }\n" +
+                              "const char* " + k + "_name(void) { return \"" + k + "\"; }\n");
+    if (fact::run_process({"cc", "-c", "-fPIC", src.string(), "-o", obj.string()}, dir / "cc.log") != 0) {
+      why = "no host C compiler (cc)";
+      return false;
+    }
+    return true;
+  }
   std::string error_of(const fact::compose::ComposeOptions& o) {
     try {
       fact::compose::run_compose(o);
@@ -69,6 +88,31 @@ TEST_F(ComposeTest, VendorWinnerStaysAtenAndTheReportSaysWhy) {
   const std::string report = fact::read_file(dir / "artifact" / "report.md");
   EXPECT_NE(report.find("`relu` (aten.relu.default): no rule matches"), std::string::npos);
   EXPECT_NE(report.find("the vendor path was fastest"), std::string::npos);
+}
+
+TEST_F(ComposeTest, NodesTheCanonicalFormDroppedAreListedForTheRuntime) {
+  plan["fallback"].push_back({{"node", "to"}, {"op", "aten.to.dtype"}, {"same_as", "x"},
+                              {"reason", "the canonical form drops it: a cast to its own dtype, same as %x"}});
+  plan["fallback"].push_back({{"node", "check"}, {"op", "aten._assert_tensor_metadata.default"}, {"same_as", ""},
+                              {"reason", "the canonical form drops it: an assertion"}});
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  EXPECT_EQ(manifest.at("dropped"), json::parse(R"([{"node": "to", "same_as": "x"}, {"node": "check", "same_as": ""}])"));
+}
+
+TEST_F(ComposeTest, TheReportSaysWhichPatternsShareKernelsAndTuning) {
+  json p1 = plan["patterns"][0];
+  p1["id"] = "p1", p1["nodes"] = {"mm_1"}, p1["output"] = "mm_1";
+  plan["patterns"].push_back(p1);
+  realized["patterns"][0]["compile_s"] = 41.0, realized["patterns"][0]["tune_s"] = 2.5;
+  json r1 = realized["patterns"][0];
+  r1["id"] = "p1", r1["compile_s"] = 0.0, r1["tune_s"] = 0.0;
+  r1["shares_kernels_with"] = {"p0"}, r1["tuned_with"] = "p0";
+  realized["patterns"].push_back(r1);
+  fact::compose::run_compose(options());
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("| 41.0 | 2.5 |"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 0.0 (kernels of p0) | tuned with p0 |"), std::string::npos) << report;
 }
 
 TEST_F(ComposeTest, RealizedWithoutGpuIsRefused) {
@@ -96,6 +140,25 @@ TEST_F(ComposeTest, MalformedRealizedIsAnErrorNotAnAbort) {
   EXPECT_NE(error_of(options()).find("malformed"), std::string::npos);
 }
 
+TEST_F(ComposeTest, AKeyTwiceInThePlanOrRealizedIsAnErrorNamingTheFileAndKey) {
+  // Read through the strict reader: nlohmann alone took the last of two "winner"s silently.
+  auto o = options();
+  std::string text = realized.dump();
+  text.replace(text.find("\"winner\":"), 9, "\"winner\":\"cutlass3x_other\",\"winner\":");
+  fact::write_file(o.realized, text);
+  std::string err = error_of(o);
+  EXPECT_NE(err.find("duplicate key \"winner\""), std::string::npos) << err;
+  EXPECT_NE(err.find(o.realized.string()), std::string::npos) << err;
+  o = options();
+  text = plan.dump();
+  text.replace(text.find("\"precision\":"), 12, "\"precision\":\"fp32\",\"precision\":");
+  fact::write_file(o.plan, text);
+  err = error_of(o);
+  EXPECT_NE(err.find("duplicate key \"precision\""), std::string::npos) << err;
+  EXPECT_NE(err.find(o.plan.string()), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(dir / "artifact" / "manifest.json"));
+}
+
 TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
   auto& cands = realized["patterns"][0]["candidates"];
   cands.push_back({{"kernel", "cublaslt_tf32"}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", 0.008},
@@ -105,6 +168,53 @@ TEST_F(ComposeTest, BaselineIsTheFastestVendorCandidate) {
   fact::compose::run_compose(options());
   const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
   EXPECT_DOUBLE_EQ(manifest["patterns"][0]["vendor_ms"].get<double>(), 0.008);
+}
+
+TEST_F(ComposeTest, VendorWinnerWithATailKernelLinksItAndGivesTheRuntimeItsTail) {
+  // linear-like mm then relu(acc + c0): the vendor GEMM won, its tail ran as the tail kernel.
+  const json epilogue = {{"nodes", {"add", "relu"}}, {"output", "relu"}, {"expr", "relu(add(acc, c0))"},
+                         {"tree", {{"op", "relu"}, {"args", {{{"op", "add"}, {"args", {{{"acc", true}}, {{"input", "c0"}}}}}}}}},
+                         {"inputs", {{"c0", "v"}}}, {"broadcast", {{"c0", "n"}}}};
+  plan["patterns"][0]["epilogue"] = epilogue;
+  const std::string tail = "fact_tail_f32_evt0badf00d", symbol = "fact_k_00112233deadbeef";
+  std::string why;
+  if (!stand_in_object(symbol, dir / "tail.o", why)) GTEST_SKIP() << why;
+  auto& r = realized["patterns"][0];
+  r["winner"] = "cublas_tf32+tail";
+  r["candidates"][0]["kernel"] = "cublas_tf32+tail";
+  r["candidates"][0]["companion"] = {{"kernel", tail}, {"symbol", symbol}, {"object", (dir / "tail.o").string()},
+                                     {"key", "k"}};
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  const json& m = manifest.at("patterns").at(0);
+  EXPECT_EQ(m["impl"], "vendor");
+  EXPECT_EQ(m["nodes"], json({"mm"}));  // the GEMM's nodes stay ATen
+  EXPECT_EQ(manifest["library"], "libfact_kernels.so");
+  ASSERT_TRUE(m.contains("tail")) << m.dump();
+  const json& t = m["tail"];
+  EXPECT_EQ(t["id"], "p0_tail");
+  EXPECT_EQ(t["impl"], "cutlass");
+  EXPECT_EQ(t["abi"], "gemm");
+  EXPECT_EQ(t["kernel"], tail);
+  EXPECT_EQ(t["symbol"], symbol);
+  EXPECT_EQ(t["nodes"], json({"add", "relu"}));
+  EXPECT_EQ(t["output"], "relu");
+  EXPECT_EQ(t["operands"], json({{"a", "mm"}}));  // C is the GEMM's output
+  EXPECT_EQ(t["problem"]["lda"], 64);
+  EXPECT_EQ(t["problem"]["ldd"], 64);
+  EXPECT_EQ(t["problem"]["m"], 64);
+  EXPECT_TRUE(t["fused"].get<bool>());
+  EXPECT_EQ(t["epilogue"], epilogue);
+  const std::string syms = fact::capture_output(
+      {"nm", "-D", "--defined-only", (dir / "artifact" / "libfact_kernels.so").string()});
+  EXPECT_NE(syms.find(symbol + "_run"), std::string::npos);
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("after the vendor GEMM `cublas_tf32+tail`, one elementwise kernel over D: `" + tail + "`"),
+            std::string::npos) << report;
+  EXPECT_EQ(report.find("in p0's tail, not fused"), std::string::npos) << report;
+  // A companion without a build to link is refused, naming the pattern.
+  r["candidates"][0]["companion"].erase("object");
+  EXPECT_NE(error_of(options()).find("p0: the winner's tail kernel " + tail + " has no build to link"), std::string::npos);
 }
 
 // ------------------------------------------------------------------ attention
@@ -138,20 +248,8 @@ struct AttentionComposeTest : ComposeTest {
   }
   // Builds the stand-in kernel object; false (with the reason in `why`) without a C compiler.
   bool cutlass_winner(std::string& why) {
-    if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
-      why = "FACT_SKIP_NVCC_TESTS=1";
-      return false;
-    }
-    const fs::path src = dir / "attn.c", obj = dir / "attn.o";
-    const std::string k = kAttnKernel;
-    fact::write_file(src, "#include <stddef.h>\nint " + k + "_can_implement(const void* a) { return 0; }\n" +
-                              "size_t " + k + "_workspace_bytes(const void* a) { return 0; }\n" + "int " + k +
-                              "_run(const void* a, void* w, size_t n, void* s) { return 0; }\n" +
-                              "const char* " + k + "_name(void) { return \"" + k + "\"; }\n");
-    if (fact::run_process({"cc", "-c", "-fPIC", src.string(), "-o", obj.string()}, dir / "cc.log") != 0) {
-      why = "no host C compiler (cc)";
-      return false;
-    }
+    const fs::path obj = dir / "attn.o";
+    if (!stand_in_object(kAttnKernel, obj, why)) return false;
     auto& r = realized["patterns"][0];
     r["winner"] = kAttnKernel;
     r["winner_impl"] = "cutlass";

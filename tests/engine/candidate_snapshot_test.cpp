@@ -1,8 +1,9 @@
 // The candidate snapshot: for every example under examples/ (its graph exported once into
 // tests/golden/candidates/<example>.graph.json by export_graphs.py there), under every
 // precision policy, the plan discovery makes and every candidate realization would build
-// from it (the whole tuning space, no budget), rendered but not compiled. Each candidate is
-// one line of tests/golden/candidates/candidates.txt:
+// from it (the whole tuning space, no budget), rendered but not compiled, and after them the
+// kernels those candidates run besides (a fused tail's tail kernel). Each is one line of
+// tests/golden/candidates/candidates.txt:
 //   <example> <policy> <pattern> <kernel name> <cache key>
 // and a pattern without candidates one line "<example> <policy> <pattern> none: <reason>".
 // The key is the content-addressed cache key (build.h cache_key) under a fixed toolchain,
@@ -53,7 +54,9 @@ std::string snapshot_lines(const std::string& stem, Precision policy) {
   std::string out;
   for (const auto& p : patterns) {
     if (p.kernels.empty()) out += prefix + p.id + " none: " + p.unsupported + "\n";
-    for (const auto& k : p.kernels) out += prefix + p.id + " " + k + " " + cache_key(requests.at(k), tc) + "\n";
+    for (const auto* names : {&p.kernels, &p.companions}) {
+      for (const auto& k : *names) out += prefix + p.id + " " + k + " " + cache_key(requests.at(k), tc) + "\n";
+    }
   }
   return out;
 }

@@ -77,3 +77,46 @@ TEST(RealizePlan, APatternOfTheWrongTypeIsAnErrorNotACrash) {
   }
   fs::remove_all(dir);
 }
+
+TEST(RealizePlan, SharedKernelsAreChargedToTheFirstPatternThatAsks) {
+  // q, k, v projections of one width: the same kernels; p3 another problem, one kernel cached.
+  std::map<std::string, fact::realize::BuildResult> built;
+  auto add = [&](const std::string& name, double s, bool cached) {
+    fact::realize::BuildResult b;
+    b.name = name, b.ok = true, b.seconds = s, b.cached = cached;
+    built[name] = b;
+  };
+  add("k1", 40, false), add("k2", 30, false), add("k3", 50, false), add("k4", 45, true);
+  const auto c = fact::realize::charge_compile(
+      {{"p0", {"k1", "k2"}}, {"p1", {"k1", "k2"}}, {"p2", {"k2", "k1"}}, {"p3", {"k3", "k4", "k1"}}}, built);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c[0].seconds, 70);
+  EXPECT_TRUE(c[0].shares_with.empty());
+  EXPECT_DOUBLE_EQ(c[1].seconds, 0);
+  EXPECT_EQ(c[1].shares_with, std::vector<std::string>{"p0"});
+  EXPECT_DOUBLE_EQ(c[2].seconds, 0);
+  EXPECT_DOUBLE_EQ(c[3].seconds, 50);  // k4 came from the cache, k1 is p0's
+  EXPECT_EQ(c[3].shares_with, std::vector<std::string>{"p0"});
+}
+
+TEST(RealizePlan, AnAccumulatorOtherThanFloat32IsRefusedNotIgnored) {
+  // A plan's dtype_acc float16 was once ignored: the kernels accumulated in float32 anyway.
+  json problem{{"kind", "gemm"}, {"m", 64}, {"n", 64}, {"k", 64}, {"l", 1}, {"dtype_a", "float16"},
+               {"dtype_b", "float16"}, {"dtype_d", "float16"}, {"layout_a", "row"}, {"layout_b", "row"},
+               {"lda", 64}, {"ldb", 64}, {"ldd", 64}, {"bias", nullptr}, {"alpha", 1.0}, {"beta", 0.0}};
+  auto plan_with = [&](json acc) {
+    json p = problem;
+    p["dtype_acc"] = acc;
+    return json{{"format", "fact.plan"}, {"version", 1}, {"patterns", {{{"id", "p0"}, {"rule", "gemm"}, {"problem", p}}}}};
+  };
+  std::map<std::string, fact::realize::BuildRequest> requests;
+  const auto f32 = fact::realize::plan_candidates(plan_with("float32"), fact::Precision::tf32, 2, std::nullopt, requests);
+  ASSERT_EQ(f32.size(), 1u);
+  EXPECT_FALSE(f32[0].kernels.empty());
+  for (const json& acc : {json("float16"), json(16)}) {
+    const auto r = fact::realize::plan_candidates(plan_with(acc), fact::Precision::tf32, 2, std::nullopt, requests);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(r[0].kernels.empty()) << acc;
+    EXPECT_NE(r[0].unsupported.find("dtype_acc " + acc.dump() + " is not realized"), std::string::npos) << r[0].unsupported;
+  }
+}

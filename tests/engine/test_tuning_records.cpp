@@ -98,6 +98,29 @@ TEST(TuningRecords, VendorWinnerNeedsNoBuild) {
   EXPECT_FALSE(out["candidates"][1].contains("object"));
 }
 
+TEST(TuningRecords, AVendorWinnersTailKernelMustBeThisRunsBuild) {
+  const std::string tail = "fact_tail_f32_evt0badf00d";
+  auto r = stored();
+  r.winner = "cublas_tf32+tail";
+  r.winner_impl = "vendor";
+  r.candidates[0]["kernel"] = "cublas_tf32+tail";
+  r.candidates[0]["companion"] = {{"kernel", tail}, {"key", "t1"}, {"object", "/elsewhere/tail.o"}};
+  const BuildResult tail_here = fact::test::built_here(tail, "t1");
+  json out;
+  ASSERT_TRUE(replay_record(r, {{kWinner, built_here()}, {tail, tail_here}}, {kWinner, tail}, out));
+  EXPECT_EQ(out["candidates"][0]["companion"]["object"], "/here/kernel.o");
+  EXPECT_EQ(out["candidates"][0]["companion"]["symbol"], kernel_symbol(tail));
+  // Built from other source now, or not at all: never verified with this winner.
+  BuildResult changed = tail_here;
+  changed.key = "t2";
+  json miss;
+  EXPECT_FALSE(replay_record(r, {{kWinner, built_here()}, {tail, changed}}, {kWinner, tail}, miss));
+  EXPECT_FALSE(replay_record(r, {{kWinner, built_here()}}, {kWinner}, miss));
+  EXPECT_FALSE(miss.contains("winner"));
+  // A record made before tail kernels existed never ran this run's: tune again.
+  EXPECT_FALSE(replay_record(stored(), {{kWinner, built_here()}, {tail, tail_here}}, {kWinner, tail}, miss));
+}
+
 TEST(TuningRecords, KeySeparatesPolicyAndGpuAndRecordRoundTrips) {
   const GpuInfo h200 = fact::test::h200(), a100 = fact::test::a100();
   const Toolchain tc = fact::test::key_toolchain();

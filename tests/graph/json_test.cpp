@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "graph/json.h"
+#include "graph/text.h"
 
 namespace fact::graph {
 namespace {
@@ -98,6 +99,19 @@ TEST(GraphJson, AnEmptyOpIsAnError) {
   // An empty op was read, but the text form it prints cannot be read back.
   EXPECT_EQ(read_error(graph_with_node(R"({"name": "n", "op": "", "args": [], "kwargs": {}, "outputs": []})")),
             "node 'n' has an empty op (expected \"aten.<op>.<overload>\")");
+}
+
+TEST(GraphJson, AnOpThatTheTextFormCannotReadIsAnError) {
+  // Found by fuzz_graph_json: "aten!cat.default" was read, but its text could not be read
+  // back (tests/fuzz/corpus/graph_json/op_not_an_op_name.json).
+  for (const char* op : {"aten!cat.default", "1aten.mm", "aten mm", ".mm"}) {
+    EXPECT_EQ(read_error(graph_with_node(std::string(R"({"name": "n", "op": ")") + op +
+                                         R"(", "args": [], "kwargs": {}, "outputs": []})")),
+              std::string("node 'n' has op '") + op +
+                  "', which is not an op name (a letter or '_', then letters, digits, '_' and '.', as in aten.mm.default)")
+        << op;
+  }
+  EXPECT_TRUE(fact::graph::is_op_name("aten._scaled_dot_product_flash_attention.default"));
 }
 
 TEST(GraphJson, StridesBeyondAnyGpuAddressAreErrors) {

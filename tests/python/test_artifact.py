@@ -112,7 +112,8 @@ def test_a_saved_artifact_reloads_in_a_fresh_process_without_factc(tmp_path, art
         module.p_0_bias.copy_(model[0].bias)
     saved = module.save(tmp_path / "saved")
     assert sorted(os.listdir(saved)) == ["environment.json", "graph.json", "libfact_kernels.so",
-                                         "manifest.json", "params.pt", "plan.json"]
+                                         "manifest.json", "module.py", "params.pt", "plan.json"]
+    assert (tmp_path / "saved" / "module.py").read_text() == module.source()
     torch.save(x, tmp_path / "x.pt")
     torch.save(model(x).detach(), tmp_path / "want.pt")
     log = tmp_path / "factc.log"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 import torch.nn as nn
@@ -51,3 +53,21 @@ def test_a_forward_that_cannot_run_in_float64_is_a_clear_error() -> None:
 
     with pytest.raises(Float64ReferenceError, match=r"could not be computed.*RuntimeError"):
         float64_reference(Float32Table(), [torch.randn(2, 8)], device="cpu")
+
+
+def test_a_torch_compile_failure_loses_only_its_baseline(monkeypatch) -> None:
+    """--inductor on a model torch.compile cannot trace: the row keeps eager and FACT."""
+    opt = importlib.import_module("fact.optimize")  # the package exports the function by that name
+
+    def broken_compile(model, **kwargs):
+        def run(*args):
+            raise RuntimeError("dynamo could not trace this\nsecond line")
+        return run
+
+    monkeypatch.setattr(opt.torch, "compile", broken_compile)
+    lin = torch.nn.Linear(8, 8)
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match=r"torch.compile \(default\) failed.*RuntimeError: dynamo could not"):
+        t = opt.benchmark(lin, lin, [x], "tf32", trials=20, inductor=True)
+    assert set(t) == {"eager_fp32", "eager", "fact"}
+    assert all(v.median_ms > 0 for v in t.values())

@@ -1,6 +1,7 @@
 """examples/blocks/: each block at its CI size exports, runs like its eager self, and is
-discovered by the real engine with every Linear inside a GEMM pattern and every norm (with
-the residual add feeding it) inside a norm pattern."""
+discovered by the real engine with every Linear inside a GEMM pattern, every norm (with
+the residual add feeding it) inside a norm pattern and, in the Llama block, the rotary
+embedding of q and of k each one rope pattern whose output the attention reads."""
 
 from __future__ import annotations
 
@@ -54,12 +55,14 @@ def test_each_block_is_discovered_with_every_linear_in_a_gemm(name, repo_root, f
     assert len(linears) == expected
     assert linears <= in_gemm, sorted(linears - in_gemm)
     _check_norms(name, graph, plan)
+    _check_rope(name, graph, plan)
 
 
 def _check_norms(name: str, graph: dict, plan: dict) -> None:
-    """minGPT: both LayerNorms, ln_2 with the residual add before it (its sum read after);
-    BERT: both post-norm LayerNorms with their adds (sums not read after); Llama: both
-    RMSNorms written out, ffn_norm with the residual add (its sum read after)."""
+    """minGPT: both LayerNorms; BERT: both post-norm LayerNorms with their adds (sums not
+    read after); Llama: both RMSNorms written out. In the pre-norm blocks each residual add
+    is in the epilogue of the GEMM before it (attention's output projection, the MLP's last
+    one), the norm after it reading the sum: one pass of [M, N] less than add & norm."""
     norms = [p for p in plan["patterns"] if p["rule"] == "norm"]
     in_norm = {n for p in norms for n in p["nodes"]}
     by_op: dict[str, list[str]] = {}
@@ -74,8 +77,48 @@ def _check_norms(name: str, graph: dict, plan: dict) -> None:
         assert set(by_op["aten.layer_norm.default"]) <= in_norm
         assert {p["problem"]["norm"] for p in norms} == {"layer"}
     with_add = [p for p in norms if p["problem"]["residual"]]
-    sums = [p["problem"]["sum_output"] for p in with_add]
+    residual_tails = [p for p in plan["patterns"] if p["rule"] == "gemm" and p.get("epilogue")
+                      and p["epilogue"]["expr"] == "add(c0, acc)"]
     if name == "bert_encoder_layer":
+        sums = [p["problem"]["sum_output"] for p in with_add]
         assert len(with_add) == 2 and sums == [None, None]
-    else:  # pre-norm: the sum is the next residual
-        assert len(with_add) == 1 and sums[0] is not None
+    else:
+        assert with_add == [] and len(residual_tails) == 2
+        sums = {p["epilogue"]["output"] for p in residual_tails}
+        assert {p["operands"]["x"] for p in norms} & sums  # the second norm reads the first sum
+
+
+def _check_rope(name: str, graph: dict, plan: dict) -> None:
+    """Llama: two rope patterns (q: 4 heads, k: 2 heads of 32, half-split), holding every
+    slice, neg and cat of rotate_half, their outputs the attention's q and k; none elsewhere."""
+    ropes = [p for p in plan["patterns"] if p["rule"] == "rope"]
+    if name != "llama3_8b_block":
+        assert ropes == []
+        return
+    assert len(ropes) == 2, [r for r in plan["rejected"] if r["rule"] == "rope"]
+    rotation = {n["name"] for n in graph["nodes"]
+                if n["op"] in ("aten.slice.Tensor", "aten.neg.default", "aten.cat.default")}
+    assert rotation <= {n for p in ropes for n in p["nodes"]}
+    assert sorted(p["problem"]["dims"][1] for p in ropes) == [2, 4]
+    assert {(p["problem"]["form"], p["problem"]["head_dim"]) for p in ropes} == {("half", 32)}
+    (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
+    assert {attn["operands"]["q"], attn["operands"]["k"]} == {p["output"] for p in ropes}
+    for p in ropes:  # written in the layout the attention was planned to read
+        role = "q" if attn["operands"]["q"] == p["output"] else "k"
+        assert p["problem"]["strides"]["out"] == attn["problem"]["strides"][role]
+
+
+@pytest.mark.parametrize("name", BLOCKS)
+def test_each_block_traces_under_torch_compile(name, repo_root) -> None:
+    """Dynamo re-imports a forward's module by name (the minGPT block's attention layer is
+    loaded from examples/attention/): the torch.compile baseline must trace every block."""
+    from fact.problem import _import_file
+
+    module = _import_file(os.path.join(repo_root, "examples", "blocks", f"{name}.py"))
+    torch.manual_seed(0)
+    model = module.Model(*module.small_init_inputs()).eval()
+    inputs = module.small_inputs()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        got = torch.compile(model, backend="eager", fullgraph=True)(*inputs)
+        torch.testing.assert_close(got, model(*inputs))

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from attention_cases import attn_artifact, attn_pattern, discover_plan
 from fact.export import export
+from artifacts import write_artifact
 from fact.runtime import load
 
 B, H, T, D = 2, 4, 8, 8
@@ -93,20 +94,33 @@ def test_dropped_nodes_go_with_the_pattern_and_it_runs(tmp_path, attention_libra
     assert not {ops[n] for n in fm.aten_nodes()} & (canonical_only | {"aten.softmax.int"})
 
 
-def test_an_identity_outside_every_pattern_keeps_running(tmp_path) -> None:
-    """A dropped node no pattern takes is listed as fallback with why it is an identity; the
-    runtime runs it as the exported graph says."""
+def test_an_identity_outside_every_pattern_vanishes_from_the_module(tmp_path) -> None:
+    """A dropped node no pattern takes is listed as fallback with why it is an identity and
+    the value it equals (``same_as``); compose lists it as ``dropped`` and the generated
+    module leaves it out, its readers reading that value."""
     class Tail(nn.Module):
         def forward(self, x):
             return F.dropout(torch.relu(x).to(torch.float32), 0.1, training=False)
 
-    graph = export(Tail().eval(), [torch.randn(4, 8)])
+    x = torch.randn(4, 8)
+    graph = export(Tail().eval(), [x])
     plan = discover_plan(tmp_path, graph)
     reasons = {f["node"]: f["reason"] for f in plan["fallback"]}
     assert any("the canonical form drops it: dropout with train=False" in r for r in reasons.values()), reasons
-    assert json.dumps(plan).count("canonical form drops it") == len(
-        [n for n in graph["nodes"] if n["op"] in {"aten.dropout.default", "aten.to.dtype",
-                                                   "aten._assert_tensor_metadata.default"}])
+    dropped = [n["name"] for n in graph["nodes"] if n["op"] in {
+        "aten.dropout.default", "aten.to.dtype", "aten._assert_tensor_metadata.default"}]
+    assert json.dumps(plan).count("canonical form drops it") == len(dropped)
+    same_as = {f["node"]: f["same_as"] for f in plan["fallback"] if "same_as" in f}
+    assert sorted(same_as) == sorted(dropped)
+    relu = next(n["name"] for n in graph["nodes"] if n["op"] == "aten.relu.default")
+    assert {same_as[n] for n in dropped if same_as[n]} == {relu}
+    art = write_artifact(tmp_path, graph, [])
+    manifest = json.loads((tmp_path / "artifact" / "manifest.json").read_text())
+    manifest["dropped"] = [{"node": n, "same_as": v} for n, v in same_as.items()]
+    (tmp_path / "artifact" / "manifest.json").write_text(json.dumps(manifest))
+    fm = load(art, Tail())
+    assert fm.aten_nodes() == [relu] and sorted(fm.dropped_nodes) == sorted(dropped)
+    assert torch.equal(fm(x), torch.relu(x))
 
 
 def test_discover_canonical_prints_the_canonical_graph(tmp_path, factc) -> None:

@@ -7,6 +7,7 @@ allocating their operands.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 import torch
@@ -215,7 +216,7 @@ def test_epilogue_suite_lists_the_examples_and_times_torch_compile(
         assert os.path.isfile(os.path.join(examples_dir, f"{example}.py"))
     seen = []
     monkeypatch.setattr(suite, "_run_one",
-                        lambda ex, pol, args, path: seen.append(args.inductor) or (1, ""))
+                        lambda run, args, path: seen.append(args.inductor) or (1, ""))
     assert suite.main(["epilogue", "--only", "c_relu_div"]) == 1  # no results: fine here
     assert suite.main(["gemm", "--only", "L1-1_square", "--precision", "tf32"]) == 1
     assert seen == [True, False]
@@ -237,7 +238,7 @@ def test_attention_suite_runs_and_times_torch_compile(repo_root: str, monkeypatc
     assert capsys.readouterr().out == "L3-43_mingpt_attention:bf16\ngqa_attention_bf16:bf16\n"
     seen = []
     monkeypatch.setattr(suite, "_run_one",
-                        lambda ex, pol, args, path: seen.append((ex, pol, args.inductor))
+                        lambda run, args, path: seen.append((*run, args.inductor))
                         or (1, ""))
     assert suite.main(["attention", "--only", "L3-43_mingpt_attention"]) == 1  # no results
     assert seen == [("attention/L3-43_mingpt_attention", "tf32", True),
@@ -251,3 +252,45 @@ def test_m8_linear_is_one_linear_with_eight_rows(examples_dir: str) -> None:
     g = export(problem.model, problem.inputs)
     assert [n["op"] for n in g["nodes"]] == ["aten.linear.default"]
     assert g["nodes"][-1]["outputs"][0]["type"]["shape"] == [8, 4096]
+
+
+def test_blocks_suite_runs_each_block_and_bf16_models_in_their_dtype(
+        examples_dir: str, repo_root: str, monkeypatch, capsys) -> None:
+    """The blocks suite: each example exists; NAME:POLICY picks the fp32 model's run only and
+    NAME:POLICY:DTYPE the converted one, which gets --model-dtype."""
+    monkeypatch.syspath_prepend(os.path.join(repo_root, "bench"))
+    import suite
+    for example, *_ in suite.SUITES["blocks"]:
+        assert os.path.isfile(os.path.join(examples_dir, f"{example}.py")), example
+    assert suite.main(["blocks", "--list", "--only", "llama3_8b_block"]) == 0
+    assert capsys.readouterr().out == ("llama3_8b_block:tf32\nllama3_8b_block:bf16\n"
+                                       "llama3_8b_block:bf16:bfloat16\n")
+    cmds = []
+    monkeypatch.setattr(suite.subprocess, "run",
+                        lambda cmd, **kw: cmds.append(cmd) or subprocess.CompletedProcess(cmd, 1))
+    assert suite.main(["blocks", "--only", "llama3_8b_block:bf16:bfloat16"]) == 1  # no result
+    assert len(cmds) == 1 and cmds[0][cmds[0].index("--model-dtype") + 1] == "bfloat16"
+    assert "--inductor" in cmds[0] and cmds[0][cmds[0].index("--precision") + 1] == "bf16"
+    assert suite.main(["blocks", "--only", "llama3_8b_block:bf16"]) == 1
+    assert "--model-dtype" not in cmds[1]
+
+
+def test_cast_converts_model_and_floating_inputs_only(tmp_path) -> None:
+    """``fact optimize --model-dtype bfloat16``: the model and float inputs, not int ones."""
+    src = tmp_path / "emb.py"
+    src.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(4, 3)\n"
+        "    def forward(self, x, idx):\n"
+        "        return self.lin(x)[idx]\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(5, 4), torch.tensor([0, 2])]\n"
+        "def get_init_inputs():\n"
+        "    return []\n")
+    problem = load_problem(str(src)).cast(torch.bfloat16)
+    assert problem.model.lin.weight.dtype == torch.bfloat16
+    assert [x.dtype for x in problem.inputs] == [torch.bfloat16, torch.int64]
+    assert problem.model(*problem.inputs).shape == (2, 3)

@@ -95,6 +95,18 @@ def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
     # torch.compile traces through the custom op via its fake implementation.
     compiled = torch.compile(fm, backend="eager", fullgraph=True)
     torch.testing.assert_close(compiled(x), out)
+    # CUDA-graph replay: a warm-up call, then a capture, then replays of the same kernel.
+    with torch.no_grad():
+        outs = [fm(torch.randn_like(x)) for _ in range(2)]
+        x2 = torch.randn_like(x)
+        replayed = fm(x2)
+    assert fm.replay.replays == 2 and not fm.replay.failed, fm.replay.failed
+    torch.testing.assert_close(replayed.double(), float64_reference(model, [x2]), rtol=1e-4, atol=1e-4)
+    assert outs[1].data_ptr() != replayed.data_ptr() and fm.fallback_counts() == {"p0": 0}
+    fm.replay.mode = False
+    with torch.no_grad():
+        torch.testing.assert_close(fm(x2), replayed)
+    assert fm.replay.replays == 2
 
 
 # A naive CUDA attention kernel with the FACT attention ABI: float32, head_dim <= 128, causal

@@ -2,7 +2,9 @@
 (tiny configs, nothing downloaded), with eager and sdpa attention, called as the models are
 (the mask built in forward), exported with FACT's exporter and discovered by the real engine:
 attention is matched in every run, causal proven for the decoders (with Mistral's sliding
-window), no mask for the bidirectional encoders (docs/03-rules.md, "The attention rule")."""
+window), no mask for the bidirectional encoders (docs/03-rules.md, "The attention rule"),
+and the rotary embedding of q and of k matched as two rope patterns in the decoders that
+have one (docs/03-rules.md, "The rope rule")."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class Hidden(torch.nn.Module):
 EXPECTED = {"llama": ("causal", None), "mistral": ("causal", WINDOW), "qwen2": ("causal", None),
             "gpt2": ("causal", None), "bert": ("none", None), "vit": ("none", None),
             "t5": ("additive", None)}  # T5: its relative position bias, the all-true mask gone
+ROPE = {"llama", "mistral", "qwen2"}  # the decoders with rotary embeddings
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
@@ -85,6 +88,14 @@ def test_layer_attention_is_matched_and_its_mask_proven(name, impl, factc, tmp_p
     mask, window = EXPECTED[name]
     assert (problem["mask"], problem.get("window")) == (mask, window), problem
     assert [p for p in plan["patterns"] if p["rule"] == "gemm"], "every linear is a GEMM"
+    ropes = [p for p in plan["patterns"] if p["rule"] == "rope"]
+    if name in ROPE:  # q and k rotated, each one pattern the attention reads
+        assert len(ropes) == 2, [r for r in plan["rejected"] if r["rule"] == "rope"]
+        assert {p["output"] for p in ropes} <= set(attention[0]["operands"].values())
+        assert sorted(p["problem"]["dims"][1] for p in ropes) == [2, 4]  # 2 kv heads, 4 q heads
+        assert {p["problem"]["form"] for p in ropes} == {"half"}
+    else:
+        assert ropes == []
 
 
 SYMBOL = {"causal": "fa_causal", "none": "fa_none", "additive": "fa_additive"}

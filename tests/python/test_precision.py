@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fact.precision import (TOLERANCE, check_output, default_policy, eager_precision,
-                            fact_precision, resolve_policy, tolerance)
+                            fact_precision, model_dtype, resolve_policy, tolerance)
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +52,27 @@ def test_bf16_eager_runs_matmul_in_bf16_and_elementwise_in_fp32() -> None:
     with eager_precision("bf16", device_type="cpu"):
         assert (a @ b).dtype == torch.bfloat16
         assert (a + b).dtype == torch.float32
+
+
+def test_model_dtype_is_narrow_only_when_everything_is() -> None:
+    lin = torch.nn.Linear(4, 4)
+    assert model_dtype(lin, [torch.randn(2, 4)]) == torch.float32
+    lin = lin.to(torch.bfloat16)
+    assert model_dtype(lin, [torch.randn(2, 4, dtype=torch.bfloat16)]) == torch.bfloat16
+    # An fp32 input to a bf16 model, or a model with fp32 and bf16 parts, is the policy's.
+    assert model_dtype(lin, [torch.randn(2, 4)]) == torch.float32
+    mixed = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4).half())
+    assert model_dtype(mixed) == torch.float32
+    assert model_dtype(torch.nn.Linear(4, 4).half()) == torch.float16
+
+
+def test_bf16_model_runs_its_own_eager_under_bf16() -> None:
+    """A bf16 model's baseline is its own eager: no autocast (docs/00-design.md §4)."""
+    with eager_precision("bf16", device_type="cpu", model_dtype=torch.bfloat16):
+        assert not torch.is_autocast_enabled("cpu")
+        assert torch.get_float32_matmul_precision() == "high"
+    with eager_precision("bf16", device_type="cpu", model_dtype=torch.float32):
+        assert torch.is_autocast_enabled("cpu")
 
 
 def test_tolerances() -> None:

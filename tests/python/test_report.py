@@ -66,3 +66,15 @@ def test_inductor_columns_and_drawn_input_note() -> None:
     assert "torch.compile ms" in text.splitlines()[0] and "1.20x" in text
     # Documents without torch.compile keep the old columns.
     assert "torch.compile" not in render_markdown(bench_document("c", [ROW], MACHINE))
+
+
+def test_max_autotune_baseline_is_shown_and_the_faster_mode_is_the_bar() -> None:
+    row = {"problem": "blk", "policy": "bf16", "fact_ms": 2.0, "verified": True,
+           "baselines_ms": {"eager_fp32": 9.0, "eager": 6.0, "inductor": 3.0,
+                            "inductor_max_autotune": 2.5},
+           "baseline_compile_s": {"inductor": 41.2, "inductor_max_autotune": 312.0},
+           "compile_tune_s": 60.0, "kernels": ["k"]}
+    text = render_markdown(bench_document("cmd", [row], {"gpu": "NVIDIA H200"}))
+    assert "| 3.000 / 2.500 |" in text
+    assert "| 1.25x |" in text  # 2.5 / 2.0, not 3.0 / 2.0
+    assert "inductor_max_autotune 312 s" in text and "max-autotune" in text

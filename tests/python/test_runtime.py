@@ -77,3 +77,16 @@ def test_resolve_op() -> None:
 def test_missing_manifest_is_named(tmp_path) -> None:
     with pytest.raises(ArtifactError, match="manifest.json: missing"):
         load(tmp_path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"format": "fact.manifest", "version": 1, "patterns": [], "patterns": [1]}', 'duplicate key "patterns"'),
+    ('[1, 2]', "expected a JSON object"),
+    ('{"format": "fact.manifest", "version": 1,', "not valid JSON"),
+])
+def test_a_bad_manifest_is_named(tmp_path, text, message) -> None:
+    # A key twice was once resolved silently to its last value (json.load's default).
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ArtifactError, match=message) as info:
+        load(tmp_path)
+    assert "manifest.json" in str(info.value)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from fact.families import attention, gemm, norm
+from fact.families import attention, gemm, norm, rope
 from fact.families.family import Family, KernelCall
 
 __all__ = ["FAMILIES", "Family", "KernelCall", "UnknownFamily", "family_of", "find_family",
@@ -27,6 +27,7 @@ FAMILIES: tuple[Family, ...] = (
     gemm.FAMILY,
     attention.FAMILY,
     norm.FAMILY,
+    rope.FAMILY,
 )
 
 #: The family of a manifest entry that names none by ``abi``, problem ``kind`` or ``rule``:

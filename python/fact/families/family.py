@@ -18,6 +18,8 @@ from typing import Iterable, Mapping, Sequence
 
 import torch
 
+from fact.module_gen import KernelSite, ModuleBuilder, default_emit
+
 __all__ = ["Family", "KernelCall", "role_indices", "CUDA_ERROR_BASE"]
 
 #: Return codes from this value up are ``10000 + cudaError_t`` in every family's ABI.
@@ -41,7 +43,12 @@ class KernelCall(abc.ABC):
     @abc.abstractmethod
     def check(self, inputs: Sequence[torch.Tensor]) -> str:
         """Why ``inputs`` cannot be passed to the kernel beyond device, dtype and shape
-        (which the binding checks for every family); "" when they can."""
+        (which the binding checks for every family); "" when they can.
+
+        The answer must depend only on what :func:`fact.kernels.signature` holds (shapes,
+        strides, dtypes, devices, addresses modulo 16): the binding keeps it per signature.
+        The kernel's ``can_implement`` must depend on pointers only through their alignment
+        (at most 16 bytes) for the same reason."""
 
     @abc.abstractmethod
     def args(self, inputs: Sequence[torch.Tensor], out: torch.Tensor) -> ctypes.Structure:
@@ -76,6 +83,9 @@ class Family(abc.ABC):
         aten_check_by_default: realize compares its kernels with a bound of their ATen path
             only, so the module times them against their ATen nodes (:mod:`fact.aten_check`)
             even when the manifest entry predates the ``"aten_check"`` mark.
+        graph_strided_output: the kernel writes its output with the strides the graph
+            recorded for it (the runtime allocates it so), not contiguously: the layout the
+            pattern reading it was planned for.
     """
 
     name: str
@@ -85,6 +95,7 @@ class Family(abc.ABC):
     roles: tuple[str, ...]
     errors: Mapping[int, str]
     aten_check_by_default: bool = False
+    graph_strided_output: bool = False
 
     def __repr__(self) -> str:
         return f"<kernel family {self.name}>"
@@ -129,3 +140,16 @@ class Family(abc.ABC):
     def report_detail(self, pattern: Mapping) -> str:
         """One line the module report adds to the pattern's kernel ("" for none)."""
         return ""
+
+    def emit(self, builder: "ModuleBuilder", site: "KernelSite") -> None:
+        """Write the pattern's kernel into the generated module (:mod:`fact.module_gen`).
+
+        The default is one call of the kernel module, ``self.<site.target>(*inputs)``,
+        defining the pattern's output (and its extra outputs, as items of the call's
+        result). A family whose kernel's results are not the pattern's values as they are
+        overrides it: e.g. a merged projection defines each original output as a strided
+        view of the one result (``builder.call_function(torch.ops.aten.slice.Tensor, ...)``
+        then ``builder.define(value, view)``), and a kernel reading a weight re-laid out
+        once at load takes ``builder.load_time_tensor(name, compute, sources)`` among its
+        inputs. Every value in ``site.defines`` must be defined when it returns."""
+        default_emit(builder, site)

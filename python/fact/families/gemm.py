@@ -3,7 +3,8 @@
 A manifest entry with ``"abi": "gemm"`` (rule ``gemm``, problem kind ``gemm``) is a GEMM,
 possibly with a fused elementwise tail (``"fused": true``, docs/05-composition.md, "Fused
 epilogues"). Its kernels take :class:`FactGemmArgs` (``src/families/gemm/abi.h``); the
-custom op's inputs are a, b, bias first, then the tail's inputs. Arguments come from the
+custom op's inputs are a, b, bias first, then the tail's inputs; a vendor pattern's ``"tail"`` entry
+(its tail kernel, D = tail(C)) is bound the same way with operand a = C only. Arguments come from the
 manifest problem's sizes and leading dimensions, so every operand must have the plan's
 strides exactly and be 16-byte aligned (:meth:`GemmCall.check`); the tail's input ``cN``
 goes in ``epi[N]`` (:func:`epilogue_slots`). Tests: ``tests/python/families/test_gemm.py``.
@@ -19,12 +20,14 @@ import torch
 from fact.families.family import Family, KernelCall, role_indices
 
 __all__ = ["FactGemmArgs", "GemmCall", "Gemm", "FAMILY", "epilogue_slots",
-           "MAX_EPILOGUE_INPUTS", "FACT_ERR_EPILOGUE_INPUT", "STATUS_BASE"]
+           "MAX_EPILOGUE_INPUTS", "FACT_ERR_EPILOGUE_INPUT", "FACT_ERR_PROBLEM", "STATUS_BASE"]
 
 #: External inputs a fused tail may read (``epi[4]`` of ``FactGemmArgs``).
 MAX_EPILOGUE_INPUTS = 4
 #: Return code of a fused kernel called with a NULL ``epi[i]`` it reads.
 FACT_ERR_EPILOGUE_INPUT = 5
+#: Return code of a tail kernel called with a NULL C or D, or M, N, L out of range.
+FACT_ERR_PROBLEM = 6
 #: Return codes from this value up (below the CUDA ones) are ``100 + cutlass::Status``.
 STATUS_BASE = 100
 
@@ -120,7 +123,13 @@ class GemmCall(KernelCall):
 
     def check(self, inputs: Sequence[torch.Tensor]) -> str:
         """GEMM arguments come from the plan's leading dimensions: every input must have the
-        plan's strides exactly, and be 16-byte aligned."""
+        plan's strides exactly, and be 16-byte aligned. A merged GEMM (the problem's
+        ``"merged"``: one GEMM over concatenated weights, discovery's merge) is not bound
+        yet: its nodes run as ATen, with that reason."""
+        if self._problem.get("merged"):
+            names = ", ".join(str(m.get("output")) for m in self._problem["merged"])
+            return (f"merged GEMM ({names}): the runtime does not yet pass the concatenated "
+                    f"weight and the outputs' views, so its ATen nodes run")
         for i, name, want in self._strides:
             t = inputs[i]
             if list(t.stride()) != want:
@@ -132,6 +141,9 @@ class GemmCall(KernelCall):
     def args(self, inputs: Sequence[torch.Tensor], d: torch.Tensor) -> FactGemmArgs:
         """``FactGemmArgs`` for a call on ``inputs`` writing ``d`` (per the manifest problem).
 
+        A tail kernel's entry (the ``"tail"`` of a vendor pattern) has operand ``a`` only: the
+        GEMM's output, which the kernel reads as C; ``b`` is then NULL.
+
         Sizes, leading dimensions and batch strides are the problem's (the inputs were
         checked to have the plan's strides). For a fused tail, ``epi[N]`` points at the
         tensor bound to ``cN``; an input of D's shape (``"mn"``) also gets its row stride
@@ -139,14 +151,16 @@ class GemmCall(KernelCall):
         along N or M and one-element inputs leave both 0.
         """
         p, rt = self._problem, self._runtime
-        assert self._a is not None and self._b is not None
-        a, b = inputs[self._a], inputs[self._b]
+        assert self._a is not None
+        a = inputs[self._a]
+        b = inputs[self._b] if self._b is not None else None
         bias = inputs[self._bias] if self._bias is not None else None
         beta_default = 1.0 if bias is not None else 0.0
         args = FactGemmArgs(
             m=int(p["m"]), n=int(p["n"]), k=int(p["k"]), l=int(p.get("l", 1)),
             a=a.data_ptr(), lda=int(p["lda"]), batch_stride_a=int(p.get("batch_stride_a", 0)),
-            b=b.data_ptr(), ldb=int(p["ldb"]), batch_stride_b=int(p.get("batch_stride_b", 0)),
+            b=b.data_ptr() if b is not None else None, ldb=int(p["ldb"]),
+            batch_stride_b=int(p.get("batch_stride_b", 0)),
             bias=bias.data_ptr() if bias is not None else None,
             d=d.data_ptr(), ldd=int(p["ldd"]), batch_stride_d=int(p.get("batch_stride_d", 0)),
             alpha=float(p.get("alpha", 1.0)), beta=float(p.get("beta", beta_default)),
@@ -175,7 +189,9 @@ class Gemm(Family):
               3: "FACT_ERR_WORKSPACE: workspace smaller than _workspace_bytes",
               4: "FACT_ERR_SCHEDULER: splits/raster/swizzle out of range",
               FACT_ERR_EPILOGUE_INPUT: "FACT_ERR_EPILOGUE_INPUT: an input the fused tail "
-                                       "reads is NULL"}
+                                       "reads is NULL",
+              FACT_ERR_PROBLEM: "FACT_ERR_PROBLEM: a tail kernel's C or D is NULL, or M, N, "
+                                "L out of range"}
 
     def check_pattern(self, pattern: Mapping, types: Mapping[str, dict | None]) -> None:
         """A fused entry's epilogue must name its output and be among its nodes."""

@@ -19,19 +19,24 @@ struct NamedPass {
 //  1. drop_assertions first: an assertion reads a value without computing anything, and
 //     every later pass asks "who else reads this value?" (a cast read by an assertion is
 //     still a no-op, but a 0-d constant is only dead once its assertion is gone).
-//  2. drop_aliases: alias/detach and same-type clones name a value twice; later passes
-//     compare a node's input with its output, so the input must already be the real value.
-//  3. drop_noop_casts: needs 2 (`x.detach().to(x.dtype)`); also rewrites type_as(x, y) into
-//     to(x, dtype), so that y (read for its dtype only) loses a reader before 5 and 6.
-//  4. drop_identity_dropout: dropout(p=0 or train=False) is the identity; after 3 because
+//  2. functional_inplace: relu_/add_/... whose write nothing else can see become relu/add/...;
+//     before 3, because a clone read only by such an op is then a copy no one writes to, and
+//     after 1, because an assertion on the mutated value is a reader that would keep it in place.
+//  3. drop_aliases: alias/detach, same-type contiguous, and clones of values no in-place op
+//     writes name a value twice; later passes compare a node's input with its output, so the
+//     input must already be the real value.
+//  4. drop_noop_casts: needs 3 (`x.detach().to(x.dtype)`); also rewrites type_as(x, y) into
+//     to(x, dtype), so that y (read for its dtype only) loses a reader before 6 and 7.
+//  5. drop_identity_dropout: dropout(p=0 or train=False) is the identity; after 4 because
 //     HF casts before its dropout, and independent of what follows.
-//  5. shape_only_readers: expand_as(x, y) reads only y's shape; after 1-4 so that y is the
+//  6. shape_only_readers: expand_as(x, y) reads only y's shape; after 1-5 so that y is the
 //     value the rules see.
-//  6. fold_scalar_constants last: a 0-d full()/scalar_tensor() becomes the number where an
+//  7. fold_scalar_constants last: a 0-d full()/scalar_tensor() becomes the number where an
 //     elementwise op reads it, and is dropped when nothing reads it any more, which needs
 //     every earlier reader (assertions, casts, shape reads) gone.
 constexpr NamedPass kPasses[] = {
     {"drop_assertions", &drop_assertions},
+    {"functional_inplace", &functional_inplace},
     {"drop_aliases", &drop_aliases},
     {"drop_noop_casts", &drop_noop_casts},
     {"drop_identity_dropout", &drop_identity_dropout},
@@ -55,6 +60,36 @@ bool unread(const graph::GraphIndex& g, const std::string& value) {
   for (const auto& o : g.graph().outputs)
     if (o == value) return false;
   return true;
+}
+
+std::string_view aten_base_name(std::string_view op) {
+  const size_t first = op.find('.'), last = op.rfind('.');
+  if (first == std::string_view::npos || first == last || op.substr(0, first) != "aten") return "";
+  return op.substr(first + 1, last - first - 1);
+}
+
+bool is_in_place(std::string_view op) {
+  const std::string_view base = aten_base_name(op);
+  return base.size() >= 2 && base.back() == '_' && base[base.size() - 2] != '_';
+}
+
+bool aliases_first_arg(std::string_view op) {
+  static constexpr std::string_view kMayAlias[] = {
+      "alias",   "detach",  "view",      "reshape",    "_unsafe_view", "expand",    "expand_as", "t",
+      "transpose", "permute", "slice",   "select",     "unsqueeze",    "squeeze",   "split",     "split_with_sizes",
+      "chunk",   "unbind",  "narrow",    "as_strided", "diagonal",     "unfold",    "view_as",   "flatten",
+      "unflatten", "movedim", "contiguous", "to",      "type_as",      "dropout",   "feature_dropout",
+      "alpha_dropout", "feature_alpha_dropout"};
+  return is_one_of(aten_base_name(op), kMayAlias);
+}
+
+std::string storage_root(const graph::GraphIndex& g, const std::string& value) {
+  std::string v = value;
+  for (const graph::Node* p = g.producer(v); p && (aliases_first_arg(p->op) || is_in_place(p->op)) &&
+                                             !p->args.empty() && p->args[0].ref();
+       p = g.producer(v))
+    v = *p->args[0].ref();
+  return v;
 }
 
 void apply_drops(Work& w, std::vector<DroppedNode> drops) {

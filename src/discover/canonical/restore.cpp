@@ -58,17 +58,38 @@ struct Restore {
     return true;
   }
 
+  bool read_by_a_member(const Node& n, const std::set<std::string>& members) const {
+    for (const auto& v : n.outputs)
+      for (const Node* u : g.users(v.name))
+        if (members.contains(u->name)) return true;
+    return false;
+  }
+
+  // True when `n` was dropped as equal to a value the kernel writes (`outputs`): an alias of
+  // it, such as `h.float()` of an fp32 sum that both the norm and a later residual add read.
+  bool aliases_output(const std::string& name, const std::set<std::string>& outputs) const {
+    const auto it = dropped.find(name);
+    return it != dropped.end() && !it->second->same_as.empty() && outputs.contains(it->second->same_as);
+  }
+
   // Adds to `list` (and `members`) every dropped or rewritten node that reads one of the
-  // members' inner values, and every dropped node only the members read, until none is left.
-  void close(std::vector<std::string>& list, std::set<std::string>& members, const std::set<std::string>& output) const {
+  // members' inner values, every dropped node only the members read, and every dropped alias
+  // of a written value that a member reads, until none is left. An alias's outputs join
+  // `outputs`: it equals a value the kernel writes, so nodes outside may read it (the runtime
+  // runs it as its ATen op after the kernel).
+  void close(std::vector<std::string>& list, std::set<std::string>& members, std::set<std::string>& outputs) const {
     for (bool changed = true; changed;) {
       changed = false;
       for (const auto& name : candidates) {
         if (members.contains(name)) continue;
         const Node& n = node(name);
-        if (!reads_inner(n, members, output) && !(dropped.contains(name) && read_only_by(n, members))) continue;
+        const bool alias = aliases_output(name, outputs) && read_by_a_member(n, members);
+        if (!alias && !reads_inner(n, members, outputs) && !(dropped.contains(name) && read_only_by(n, members)))
+          continue;
         members.insert(name);
         list.push_back(name);
+        if (alias)
+          for (const auto& v : n.outputs) outputs.insert(v.name);
         changed = true;
       }
     }
@@ -96,7 +117,8 @@ std::vector<std::string> exported_nodes(const GraphIndex& exported, const Canoni
   const Restore r(exported, c);
   std::vector<std::string> list = nodes;
   std::set<std::string> members(nodes.begin(), nodes.end());
-  r.close(list, members, {output});
+  std::set<std::string> outputs{output};
+  r.close(list, members, outputs);
   r.sort(list);
   return list;
 }
@@ -154,7 +176,8 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
   for (const auto& d : c.dropped)
     if (!joined.contains(d.node))
       plan.fallback.push_back({d.node, d.op, "the canonical form drops it: " + d.why +
-                                                 (d.same_as.empty() ? "" : ", same as %" + d.same_as)});
+                                                 (d.same_as.empty() ? "" : ", same as %" + d.same_as),
+                               d.same_as});
   std::stable_sort(plan.fallback.begin(), plan.fallback.end(),
                    [&](const auto& a, const auto& b) { return r.position.at(a.node) < r.position.at(b.node); });
 }

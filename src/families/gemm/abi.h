@@ -8,8 +8,12 @@
  *   D is M x N, row-major, ldd = stride of M.
  *   D = alpha * (A * B) + beta * bias, bias a vector of length N ("n") broadcast along M.
  * A kernel whose name has a staging token (-stA, -stB, -stAB) first copies those operands
- * into its workspace, K-major (and split into tf32 parts for 3xTF32), then runs the GEMM;
+ * into its workspace, K-major (split into tf32 parts for 3xTF32, rounded to bf16 for a bf16
+ * MMA on fp32 operands, whose D stays fp32), then runs the GEMM;
  * the caller sees the same arguments either way.
+ * A tail kernel (name fact_tail_*: the elementwise tail of a GEMM the vendor library
+ * computed) takes the same structure: D = tail(C) with C in a (lda, batch_stride_a, D's
+ * dtype), D in d, the tail's inputs in epi; it reads nothing else.
  * Return codes: 0 ok; 100 + cutlass::Status for CUTLASS errors; 10000 + cudaError_t for CUDA
  * errors; FACT_ERR_* below for argument errors. This header is pasted verbatim into each
  * generated translation unit, so it has no includes beyond <stdint.h>/<stddef.h>. */
@@ -49,6 +53,7 @@ enum {
   FACT_ERR_WORKSPACE = 3,       /* workspace smaller than _workspace_bytes */
   FACT_ERR_SCHEDULER = 4,       /* splits/raster/swizzle out of range */
   FACT_ERR_EPILOGUE_INPUT = 5,  /* an input the fused tail reads is NULL */
+  FACT_ERR_PROBLEM = 6,         /* a tail kernel's C or D is NULL, or M, N, L out of range */
   FACT_ERR_STATUS_BASE = 100,
   FACT_ERR_CUDA_BASE = 10000
 };

@@ -41,8 +41,10 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
       {"ABI", embedded::kKernelAbiHeader},
-      {"ELEMENT_A", cutlass_element(f.element)},
-      {"ELEMENT_B", cutlass_element(f.element)},
+      // The caller's A and B (a staging copy's source), as the MMA reads them, and D.
+      {"ELEMENT_IN", cutlass_element(f.element)},
+      {"ELEMENT_A", cutlass_element(gemm_operand_element(f))},
+      {"ELEMENT_B", cutlass_element(gemm_operand_element(f))},
       {"ELEMENT_D", cutlass_element(f.element)},
       // For D^T = B^T A^T: B^T is column-major N x K, A^T is K-major (column-major K x M).
       {"LAYOUT_A", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(a)},
@@ -52,7 +54,9 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"STAGE_A", f.stage_a ? "true" : "false"},
       {"STAGE_B", f.stage_b ? "true" : "false"},
       {"SPLIT", std::to_string(f.split)},
-      {"STAGING", f.split == 3 ? staging + ", split into tf32 parts (3xTF32)" : staging},
+      {"STAGING", f.split == 3 ? staging + ", split into tf32 parts (3xTF32)"
+                  : gemm_operand_element(f) != f.element ? staging + ", rounded to " + to_string(gemm_operand_element(f))
+                                                         : staging},
       {"ALIGN_D", f.align1_d ? "1" : "16 / int(sizeof(ElementD))"},
       {"STREAM_K", c.scheduler == TileScheduler::StreamK ? "true" : "false"},
       // PDL after staging (see the template): staged persistent kernels.

@@ -13,6 +13,7 @@
 #include "families/gemm/epilogue/epilogue.h"
 #include "families/gemm/epilogue/idiom.h"
 #include "families/gemm/epilogue/ranges.h"
+#include "families/gemm/epilogue/tail_codegen.h"
 #include "families/gemm/epilogue/tail_verify.h"
 #include "families/gemm/rule.h"
 #include "families/gemm/space.h"
@@ -30,6 +31,7 @@ class GemmPattern final : public PatternRealization {
  public:
   GemmProblem problem;
   std::vector<GemmConfig> configs;  // of `kernels`, in the same order
+  std::string tail_kernel;          // of a fused problem: the vendor candidates' tail pass (companions[0])
 
   json tuning_problem(const json& plan_problem) const override {
     // A fused tail is part of the problem: its tuning never answers the plain GEMM's.
@@ -44,8 +46,17 @@ class GemmPattern final : public PatternRealization {
     std::vector<std::unique_ptr<GemmCandidate>> runnable;
     runnable.push_back(make_cublas_candidate(problem, ctx.policy));
     runnable.push_back(make_cublaslt_candidate(problem, ctx.policy));
-    if (problem.fused()) {  // the vendor GEMM, then the tail (verify_and_tune models its ATen ops)
-      for (auto& r : runnable) r = make_tail_pass_candidate(std::move(r), problem);
+    if (problem.fused()) {  // the vendor GEMM, then the tail kernel (else FACT's interpreting pass)
+      const BuildResult* tk = tail_kernel.empty() ? nullptr : &ctx.built->at(tail_kernel);
+      if (tk && !tk->ok) {
+        out.build_failures.push_back({{"kernel", tail_kernel}, {"impl", "cutlass"}, {"status", "quarantined"},
+                                      {"reason", "tail kernel: " + tk->reason}, {"key", tk->key}});
+      }
+      for (auto& r : runnable) {
+        std::unique_ptr<GemmCandidate> pass;
+        if (tk && tk->ok) pass = load_cutlass_candidate(tail_kernel, tk->library.string(), kernel_symbol(tail_kernel));
+        r = make_tail_pass_candidate(std::move(r), problem, std::move(pass));
+      }
     }
     for (size_t i = 0; i < kernels.size(); ++i) {
       const auto& name = kernels[i];
@@ -73,6 +84,44 @@ class GemmPattern final : public PatternRealization {
 
 // Why a plan tail was not fused, or how the fastest candidates compare: the report's status.
 std::string tail_status(const json& r, const json& m);
+
+// Adds the tail kernel of w's fused problem (tail_codegen.h) to the build as w's companion.
+// A tail it cannot render keeps the interpreting pass; realized.json's epilogue says why.
+void plan_tail_kernel(GemmPattern& w, std::map<std::string, BuildRequest>& requests) {
+  const GemmProblem& p = w.problem;
+  try {
+    const std::string name = tail_kernel_name(p.tail_tree, p.tail_broadcast, p.dtype_d);
+    if (!requests.count(name)) requests[name] = {name, render_tail_kernel(p.tail_tree, p.tail_broadcast, p.dtype_d)};
+    w.tail_kernel = name;
+    w.companions.push_back(name);
+    w.fields["epilogue"]["tail_kernel"] = name;
+  } catch (const Error& e) {
+    w.fields["epilogue"]["tail_kernel_reason"] = e.what();
+  }
+}
+
+// A vendor winner that runs the tail kernel after the vendor GEMM: the manifest entry `m`
+// keeps the GEMM's nodes (run as their ATen op) and gets "tail", a manifest pattern of its
+// own for the runtime: the tail's nodes as one call of the tail kernel, whose operand "a" is
+// the GEMM's output (C of abi.h's tail kernels) and whose problem is D's shape and strides.
+void compose_tail_kernel(const std::string& id, const json& pat, const json& w, json& m) {
+  const json& e = pat.value("epilogue", json());
+  const json& k = w.value("companion", json());
+  if (!e.is_object()) throw Error("realized.json pattern " + id + ": the winner runs a tail kernel, but the plan has no epilogue");
+  if (!k.is_object() || !k.contains("symbol") || !k.contains("object")) {
+    throw Error("realized.json pattern " + id + ": the winner's tail kernel " + k.value("kernel", std::string("?")) +
+                " has no build to link");
+  }
+  const json& p = pat.at("problem");
+  const json d = p.at("dtype_d"), ldd = p.at("ldd"), bsd = p.value("batch_stride_d", json(0));
+  const json problem{{"kind", "gemm"}, {"m", p.at("m")}, {"n", p.at("n")}, {"k", 0}, {"l", p.value("l", json(1))},
+                     {"dtype_a", d}, {"dtype_b", d}, {"dtype_d", d}, {"lda", ldd}, {"ldb", 0}, {"ldd", ldd},
+                     {"batch_stride_a", bsd}, {"batch_stride_d", bsd}, {"bias", nullptr}};
+  m["tail"] = {{"id", id + "_tail"}, {"rule", m.value("rule", json())}, {"abi", "gemm"}, {"impl", "cutlass"},
+               {"kernel", k.at("kernel")}, {"symbol", k.at("symbol")}, {"nodes", e.at("nodes")},
+               {"output", e.at("output")}, {"operands", {{"a", pat.at("output")}}}, {"problem", problem},
+               {"fused", true}, {"epilogue", e}, {"workspace_bytes", 0}};
+}
 
 class GemmFamily final : public Family {
  public:
@@ -104,6 +153,8 @@ class GemmFamily final : public Family {
       std::vector<std::string> ranges;
       if (why_not.empty()) simplify_epilogue_by_range(kernel_tail_tree(w->problem), &ranges);
       if (!ranges.empty()) w->fields["epilogue"]["ranges"] = ranges;
+      // The tail as one elementwise kernel over D, for when the vendor GEMM wins.
+      if (why_not.empty()) plan_tail_kernel(*w, requests);
     }
     std::string why;
     const auto families = gemm_families(w->problem, ctx.policy, why);
@@ -130,6 +181,7 @@ class GemmFamily final : public Family {
   }
 
   void compose_winner(const std::string& id, const json& pat, const json& r, const json& w, json& m) const override {
+    if (w.value("impl", "") == "vendor") return compose_tail_kernel(id, pat, w, m);
     // A fused winner computes the tail too: the pattern then spans the tail's nodes and
     // writes the tail's output, and the runtime passes the tail's inputs.
     if (r.value("fused", false)) {
@@ -143,10 +195,17 @@ class GemmFamily final : public Family {
     m["symbol"] = w.at("symbol");
   }
 
+  // "M=.. N=.. K=.. L=.. dtype A:.. B:.. +bias[n]", then for a merged GEMM (merge.h) each
+  // member's output and N: " merged(%linear N=128, %linear_1 N=64)".
   std::string problem_text(const json& p) const override {
-    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
+    std::string merged;
+    for (const auto& m : p.value("merged", json::array()))
+      merged += fmt::format("{}%{} N={}", merged.empty() ? " merged(" : ", ", m.value("output", "?"), m.value("n", 0));
+    if (!merged.empty()) merged += ")";
+    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
                        p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
-                       p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "");
+                       p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "",
+                       merged);
   }
 
   // Every plan tail: fused, or why not; the range rewrites in the kernel; the draws and
@@ -187,13 +246,16 @@ class GemmFamily final : public Family {
       const json& e = pat.value("epilogue", json());
       if (!e.is_object()) continue;
       const json m = compose::find_by_id(manifest.at("patterns"), pat.value("id", ""));
-      if (m.is_object() && m.value("fused", false)) continue;
+      if (m.is_object() && (m.value("fused", false) || m.contains("tail"))) continue;
       for (const auto& n : e.at("nodes")) s += fmt::format("- `{}`: in {}'s tail, not fused (see Fused tails)\n", n.get<std::string>(), pat.value("id", ""));
     }
     return s;
   }
 
-  std::string vendor_text(const json&) const override { return "its ATen op (cuBLAS)"; }
+  std::string vendor_text(const json& m) const override {
+    if (m.contains("tail")) return "its ATen op (cuBLAS), then its tail as one kernel, `" + m.at("tail").value("kernel", std::string()) + "`";
+    return "its ATen op (cuBLAS)";
+  }
 };
 
 std::string tail_status(const json& r, const json& m) {
@@ -201,6 +263,11 @@ std::string tail_status(const json& r, const json& m) {
     // A pattern with buckets has a kernel per bucket (the report's Buckets table).
     return m.contains("buckets") ? std::string("fused into its buckets' kernels (see Buckets)")
                                  : "fused into `" + m.value("kernel", std::string()) + "`";
+  }
+  if (m.is_object() && m.contains("tail")) {
+    return fmt::format("after the vendor GEMM `{}`, one elementwise kernel over D: `{}` ({:.4f} ms in all)",
+                       m.value("kernel", std::string()), m.at("tail").value("kernel", std::string()),
+                       m.value("time_ms", 0.0));
   }
   if (r.is_object() && r.contains("epilogue") && !r.at("epilogue").value("fusable", true)) {
     return "left to ATen: " + r.at("epilogue").value("reason", std::string());

@@ -74,6 +74,12 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   } else if (!bias.is_null()) {
     throw Error("plan problem: bias '" + bias.dump() + "' is not realized (only null or \"n\")");
   }
+  // FACT's GEMMs accumulate in float32 (docs/00-design.md §4); a plan asking for another
+  // accumulator is refused rather than built with float32 silently.
+  if (j.contains("dtype_acc") && j.at("dtype_acc") != "float32") {
+    throw Error("plan problem: dtype_acc " + j.at("dtype_acc").dump() +
+                " is not realized (FACT's GEMM kernels and cuBLAS paths accumulate in float32)");
+  }
   p.alpha = j.value("alpha", 1.0);
   p.beta = j.value("beta", 1.0);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.l <= 0) throw Error("plan problem: non-positive size");

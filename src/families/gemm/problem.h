@@ -38,7 +38,8 @@ struct GemmProblem {
 };
 
 /// Reads a plan pattern's "problem" object. Throws fact::Error naming the missing or bad
-/// field (only kind "gemm" and bias null or "n" are realized by this family).
+/// field (only kind "gemm", bias null or "n", and dtype_acc absent or "float32" are realized
+/// by this family).
 GemmProblem gemm_problem_from_json(const nlohmann::json& j);
 
 /// Attaches a plan pattern's "epilogue" object (discovery's tail: "tree", "broadcast") to

@@ -23,6 +23,7 @@
 #include "discover/pattern.h"
 #include "graph/text.h"
 #include "families/gemm/rule.h"
+#include "families/gemm/merge.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -271,6 +272,8 @@ Match make_match(const MatchContext& ctx, const Node& node, GemmInputs in) {
                              fmt::join(d.strides, ", ")));
   int64_t l = 1;
   for (int64_t s : batch) l *= s;
+  // A batch dimension of 0 leaves no matrix to multiply, like M, N or K = 0.
+  if (l == 0) reject(fmt::format("empty problem: batch [{}] holds no matrix (L=0)", fmt::join(batch, ", ")));
   int64_t bsa = batch_stride(in.a, batch, "a"), bsb = batch_stride(in.b, batch, "b");
   // B shared by every batch and A's batches stacked row after row: one [L*M, K] matrix.
   if (l > 1 && bsb == 0 && la.row && bsa == m * la.ld) {
@@ -331,6 +334,7 @@ Rule gemm_rule() {
       .tests = "tests/golden/discover/gemm_*.txt",
       .match = &match_gemm,
       .takes_tail = true,
+      .merge = &merge_gemms,
   };
 }
 

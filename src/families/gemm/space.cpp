@@ -36,8 +36,11 @@ bool aligned16(int64_t elements, DType d) { return (elements * int64_t(dtype_byt
 Layout gemm_layout_a(const GemmFamilyKey& f) { return f.stage_a ? Layout::Row : f.layout_a; }
 Layout gemm_layout_b(const GemmFamilyKey& f) { return f.stage_b ? Layout::Col : f.layout_b; }
 
-int64_t staged_k_of(int split, int64_t k) { return split * ((k + 3) / 4 * 4); }
-int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return staged_k_of(f.split, k); }
+int64_t staged_k_of(int split, int64_t k, DType staged = DType::f32) {
+  const int64_t pad = 16 / int64_t(dtype_bytes(staged));  // TMA: rows of whole 16-byte units
+  return split * ((k + pad - 1) / pad * pad);
+}
+int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return staged_k_of(f.split, k, gemm_operand_element(f)); }
 
 }  // namespace
 
@@ -92,8 +95,16 @@ std::vector<GemmFamilyKey> gemm_only_families(const GemmProblem& p, Precision po
     return {f};
   }
   if (policy == Precision::bf16) {
-    why = "bf16 policy on fp32 inputs: vendor path (cuBLAS fast-bf16 compute) only";
-    return {};
+    // Both operands are rounded to bf16 in the staging copy (bf16 WGMMA, fp32
+    // accumulation, D fp32): the fp32 values cannot reach the tensor cores otherwise.
+    if (!can_stage) {
+      why = "bf16 policy on fp32 inputs: the bf16 staging copy cannot cover M or N over 2 million or L over 65535; vendor path";
+      return {};
+    }
+    GemmFamilyKey f = base;
+    f.mma = "bf16";
+    f.stage_a = f.stage_b = true;
+    return {f};
   }
   if (policy == Precision::fp32) {
     if (!can_stage || staged_k_of(3, p.k) > kInt32Max) {
@@ -214,14 +225,17 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
   const double tiles = std::ceil(rows / c.tile_m) * std::ceil(cols / c.tile_n) * double(p.l);
   double waves = std::ceil(tiles / sm_count);
   if (c.scheduler == TileScheduler::StreamK) waves = tiles / sm_count * 1.05;  // 5%: fix-up cost
-  const double per_sm = (f.element == DType::f32 ? kTf32Peak : kHalfPeak) / kPeakSms;
+  const DType op = gemm_operand_element(f);
+  const double per_sm = (op == DType::f32 ? kTf32Peak : kHalfPeak) / kPeakSms;
   // Smaller tiles re-read operands more: favour larger tiles slightly (arithmetic intensity).
   const double intensity_penalty = 1.0 + 32.0 / c.tile_m + 32.0 / c.tile_n;
-  const bool through_registers = f.element == DType::f32 && gemm_layout_b(f) == Layout::Row;
-  const bool a_through_registers = f.element == DType::f32 && gemm_layout_a(f) == Layout::Col;
+  const bool through_registers = op == DType::f32 && gemm_layout_b(f) == Layout::Row;
+  const bool a_through_registers = op == DType::f32 && gemm_layout_a(f) == Layout::Col;
   const double compute = waves * 2.0 * c.tile_m * c.tile_n * double(k) / per_sm * intensity_penalty *
                          (through_registers || a_through_registers ? 1.08 : 1.0);
-  const double bytes = double(dtype_bytes(f.element));
+  // Bytes per element of the operands as the GEMM reads them, and of D and the caller's
+  // operands (what a staging copy reads): 2 and 4 for fp32 operands rounded to bf16.
+  const double bytes = double(dtype_bytes(op)), io_bytes = double(dtype_bytes(f.element));
   const double la = p.batch_stride_a == 0 ? 1 : double(p.l), lb = p.batch_stride_b == 0 ? 1 : double(p.l);
   double a_bytes = la * p.m * double(k) * bytes, b_bytes = lb * p.n * double(k) * bytes;
   if (c.scheduler == TileScheduler::StreamK && tiles < sm_count) {
@@ -232,10 +246,10 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
     a_bytes *= t ? row_panels : col_panels;  // A is re-read once per panel along N
     b_bytes *= t ? col_panels : row_panels;
   }
-  const double memory = (a_bytes + b_bytes + double(p.l) * p.m * p.n * bytes) / kGemmBw;
+  const double memory = (a_bytes + b_bytes + double(p.l) * p.m * p.n * io_bytes) / kGemmBw;
   double staging = 0;
-  if (f.stage_a) staging += la * p.m * (p.k + double(staged_k(f, p.k))) * bytes / kStageBw;
-  if (f.stage_b) staging += lb * p.n * (p.k + double(staged_k(f, p.k))) * bytes / kStageBw;
+  if (f.stage_a) staging += la * p.m * (p.k * io_bytes + double(staged_k(f, p.k)) * bytes) / kStageBw;
+  if (f.stage_b) staging += lb * p.n * (p.k * io_bytes + double(staged_k(f, p.k)) * bytes) / kStageBw;
   // A cooperative kernel stores a tile's D before its warpgroups start the next tile;
   // pingpong overlaps one warpgroup's epilogue with the other's mainloop. When D's
   // traffic dominates (small K), about a quarter of it stays exposed in the former.
@@ -244,13 +258,13 @@ double estimate_seconds(const GemmFamilyKey& f, const GemmConfig& c, const GemmP
   const double elements = double(p.l) * p.m * p.n;
   const double tail_s = elements * tail_instructions(f.epilogue_tree) / kFp32Instructions;
   const double exposed_epilogue =
-      c.schedule == Schedule::Cooperative ? 0.25 * elements * bytes / kGemmBw + tail_s : 0.0;
+      c.schedule == Schedule::Cooperative ? 0.25 * elements * io_bytes / kGemmBw + tail_s : 0.0;
   return std::max(compute, memory) + exposed_epilogue + staging;
 }
 
 std::vector<GemmConfig> gemm_tuning_space(const GemmFamilyKey& family, const GemmProblem& p,
                                           int sm_count, int budget) {
-  auto space = base_space(tile_k_for(family.element));
+  auto space = base_space(tile_k_for(gemm_operand_element(family)));
   if (family.split == 3) {
     // The promoting mainloop holds a second accumulator: at most 64 + 64 registers.
     std::erase_if(space, [](const GemmConfig& c) { return accumulators_per_thread(c) > 64; });
@@ -342,15 +356,23 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
   return candidate.substr(0, plus);
 }
 
+DType gemm_operand_element(const GemmFamilyKey& f) {
+  if (f.mma == "bf16") return DType::bf16;
+  if (f.mma == "f16") return DType::f16;
+  return DType::f32;
+}
+
 bool gemm_transposes_problem(const GemmFamilyKey& f) {
-  return dtype_bytes(f.element) == 4 && gemm_layout_a(f) == Layout::Row && gemm_layout_b(f) == Layout::Row;
+  return dtype_bytes(gemm_operand_element(f)) == 4 && gemm_layout_a(f) == Layout::Row && gemm_layout_b(f) == Layout::Row;
+}
+
+std::string epilogue_token(const nlohmann::json& tree, const nlohmann::json& broadcast) {
+  return "evt" + sha256_hex(tree.dump() + broadcast.dump()).substr(0, 8);
 }
 
 namespace {
-std::string epilogue_token(const GemmFamilyKey& f) {
-  if (!f.epilogue_tree.is_null()) {
-    return "evt" + sha256_hex(f.epilogue_tree.dump() + f.epilogue_broadcast.dump()).substr(0, 8);
-  }
+std::string family_epilogue_token(const GemmFamilyKey& f) {
+  if (!f.epilogue_tree.is_null()) return epilogue_token(f.epilogue_tree, f.epilogue_broadcast);
   return f.bias_n ? "lincomb-biasn" : "lincomb";
 }
 }  // namespace
@@ -362,7 +384,7 @@ std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
                      lay(f.layout_b), stage, c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n,
                      c.schedule == Schedule::Cooperative ? "coop" : "pingpong",
                      c.scheduler == TileScheduler::Persistent ? "persistent" : "streamk",
-                     epilogue_token(f), f.align1_d ? "-align1" : "");
+                     family_epilogue_token(f), f.align1_d ? "-align1" : "");
 }
 
 std::string kernel_symbol(const std::string& kernel_name) {

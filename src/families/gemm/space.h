@@ -8,7 +8,8 @@
 //   cutlass3x_sm90a_3xtf32_crr-stAB_128x256x32_2x1x1_coop_persistent_lincomb-align1
 // (MMA token: tf32, 3xtf32 (fp32-accurate, three tf32 products), bf16, f16; the caller's
 // layouts of A, B, D as r = row-major, c = column-major; operands staged K-major in the
-// workspace: -stA, -stB, -stAB; tile; cluster; schedule; scheduler; epilogue "lincomb" =
+// workspace: -stA, -stB, -stAB (staging is for fp32 operands: bf16 with -stAB rounds them
+// to bf16 in the copy, and D stays fp32); tile; cluster; schedule; scheduler; epilogue "lincomb" =
 // alpha*acc, "lincomb-biasn" = alpha*acc + bias[n], "evt<hash>" = a fused elementwise tail,
 // the first 8 hex digits of SHA-256 of its expression tree; "-align1" = D written without TMA).
 // A tuning candidate may add scheduler options chosen at run time, after a '+':
@@ -35,10 +36,11 @@ struct GemmConfig {
 };
 
 /// What the problem fixes about a kernel: the MMA dtype token (tf32 for fp32 inputs under
-/// the tf32 policy, bf16, f16), the element types, the layouts and the epilogue.
+/// the tf32 policy, 3xtf32 under fp32, bf16 for bf16 inputs and for fp32 inputs under bf16,
+/// f16), the element types, the layouts and the epilogue.
 struct GemmFamilyKey {
   std::string mma;  // "tf32" | "3xtf32" | "bf16" | "f16"
-  DType element;    // A, B and D element type
+  DType element;    // the caller's A, B and D element type (fp32 under a bf16 MMA: staged)
   Layout layout_a, layout_b;  // the caller's layouts
   bool bias_n;
   bool stage_a = false, stage_b = false;  // copied K-major into the workspace first
@@ -67,7 +69,8 @@ struct GemmRuntime {
 /// problem into one of those (an unaligned operand, or K not a multiple of 4, must be
 /// staged); under fp32, 3xTF32 with both operands staged, when the cost model predicts it
 /// beats SGEMM (not for memory-bound problems, where staging's extra traffic dominates);
-/// under bf16, none (cuBLAS's fast-bf16 compute). bf16/f16 inputs: the operands as given
+/// under bf16, bf16 WGMMA with both operands staged, rounded to bf16 (to nearest even) in
+/// the copy, fp32 accumulation and D in fp32. bf16/f16 inputs: the operands as given
 /// with 16-byte aligned strides. Neither serves mixed dtypes or a GEMV (M or N of 1:
 /// memory-bound, the vendor's GEMV reads at bandwidth).
 std::vector<GemmFamilyKey> gemm_families(const GemmProblem& p, Precision policy, std::string& why);
@@ -89,7 +92,7 @@ struct GemmKernelChoice {
 /// store time for cooperative kernels (their epilogue does not overlap the next tile's
 /// mainloop; pingpong's does), and so is a fused tail's arithmetic (about 20 fp32
 /// instructions per transcendental, 1 per other node, per element, at 33e12 instructions/s).
-/// Staging = bytes read and written at 3.0 TB/s.
+/// Staging = bytes read (the caller's dtype) and written (the MMA's) at 3.0 TB/s.
 double estimate_seconds(const GemmFamilyKey& family, const GemmConfig& config, const GemmProblem& p,
                         int sm_count);
 
@@ -118,6 +121,10 @@ std::string runtime_suffix(const GemmRuntime& r);
 /// on an unknown option.
 std::string split_candidate_name(const std::string& candidate, GemmRuntime& runtime);
 
+/// The element type the GEMM's MMA reads: bf16 for mma "bf16" (fp32 inputs are rounded to
+/// it while staged), fp16 for "f16", else fp32 (tf32 and 3xTF32 read fp32 bits).
+DType gemm_operand_element(const GemmFamilyKey& family);
+
 /// True when the kernel computes D^T = B^T A^T instead of D: 4-byte (tf32) operands with A
 /// row-major (K-major) and B row-major (N-major) as the GEMM reads them (after staging). tf32 WGMMA reads K-major shared memory
 /// only, and for this layout pair CUTLASS's sm90 builder would swap A and B internally
@@ -125,6 +132,10 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& runt
 /// wrong for M != N. In the transposed problem B^T is an M-major A and A^T a K-major B,
 /// which CUTLASS runs without a swap (A goes through registers).
 bool gemm_transposes_problem(const GemmFamilyKey& family);
+
+/// "evt" + the first 8 hex digits of SHA-256 of a fused tail's tree and its inputs'
+/// broadcast kinds: the epilogue token of kernel names.
+std::string epilogue_token(const nlohmann::json& tree, const nlohmann::json& broadcast);
 
 /// The procedural kernel name (see the header comment).
 std::string gemm_kernel_name(const GemmFamilyKey& family, const GemmConfig& c);

@@ -13,9 +13,12 @@
 namespace fact::realize {
 
 /// The bound on max|d - ref| / max|ref| a correct kernel meets for this problem: input
-/// rounding of the MMA type (tf32 truncates to 10 mantissa bits: 2^-10; bf16 2^-8; fp16
-/// 2^-11; fp32 2^-24), twice for the product, four-fold margin; plus the output dtype's
-/// rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign growth).
+/// rounding of the MMA type (tf32 truncates to 10 mantissa bits: 2^-10; bf16 2^-8, also for
+/// fp32 inputs under the bf16 policy, which are rounded to bf16 in the staging copy or in
+/// cuBLAS; fp16 2^-11; fp32 2^-24), twice for the product, four-fold margin; plus the output
+/// dtype's rounding; plus fp32 accumulation over K (8 * 2^-24 * sqrt(K), random-sign
+/// growth). Sources (docs/06-verification.md): Higham 2002, §2.2 and §3.1, for the rounded
+/// products; Higham and Mary 2019 for the random-walk growth.
 double gemm_tolerance(const GemmProblem& p, Precision policy);
 
 /// Bytes per second an ATen elementwise kernel moves: 90 % of the H200's measured copy
@@ -36,10 +39,12 @@ double aten_tail_ms(const GemmProblem& p);
 /// reference cannot tell right from wrong (TailCheck::examine) is skipped and logged, and
 /// while a branch of the tail has been seen one way only, draws at other scales of acc
 /// follow. With no informative draw at all, every candidate is quarantined.
-/// A vendor candidate of a fused problem is verified as the vendor GEMM plus FACT's tail
-/// pass; what the runtime runs when the vendor path wins is the tail as ATen ops, one kernel
-/// per node, so its times become the measured GEMM (less the separately measured tail
-/// pass) plus aten_tail_ms (`note` says so).
+/// A vendor candidate of a fused problem is verified as the vendor GEMM plus its tail pass.
+/// With the generated tail kernel (its companion), that is what the runtime runs when it
+/// wins, and its time stands. Without (the tail kernel did not build), the pass is FACT's
+/// interpreter while the runtime would run the tail as ATen ops, one kernel per node, so its
+/// times become the measured GEMM (less the separately measured interpreting pass) plus
+/// aten_tail_ms (`note` says so).
 /// `verification`, when given, receives {"draws": [{"draw", "scale", "informative",
 /// "reason"?}], "unexercised": "...", "unreachable"?: "...", "tail_pass_ms": ...,
 /// "aten_tail_ms": ...}.

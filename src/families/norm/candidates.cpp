@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/copy_bound.h"
 #include "engine/cuda_check.h"
-#include "engine/device_buffer.h"
 #include "engine/library_candidate.h"
 
 namespace fact::realize {
@@ -51,41 +51,14 @@ double norm_bytes(const NormProblem& p) {
   return b;
 }
 
-namespace {
-
-class VendorBound final : public NormCandidate {
- public:
-  explicit VendorBound(const NormProblem& p) : name_("vendor"), bytes_(size_t(norm_bytes(p) / 2)) {}
-  const std::string& name() const override { return name_; }
-  const char* impl() const override { return "vendor"; }
-  bool verifiable() const override { return false; }
-  std::string note() const override {
-    return fmt::format("a lower bound of the ATen path: one device-to-device copy of {} bytes (half the {} bytes the "
-                       "fused kernel moves: a copy reads and writes each)", bytes_, 2 * bytes_);
-  }
-  std::string prepare(const FactNormArgs&, GpuContext&) override {
-    src_ = DeviceBuffer(bytes_);
-    dst_ = DeviceBuffer(bytes_);
-    return "";
-  }
-  void run(const FactNormArgs&, GpuContext& gpu) override {
-    FACT_CUDA(cudaMemcpyAsync(dst_.get(), src_.get(), bytes_, cudaMemcpyDeviceToDevice, gpu.stream()));
-  }
-
- private:
-  std::string name_;
-  size_t bytes_;
-  DeviceBuffer src_, dst_;
-};
-
-}  // namespace
-
 std::unique_ptr<NormCandidate> load_norm_candidate(const std::string& name, const std::string& library,
                                                    const std::string& symbol) {
   return std::make_unique<LibraryCandidate<FactNormArgs>>(name, library, symbol, LibraryCandidate<FactNormArgs>::Adjust{},
                                                           &norm_return_code_text);
 }
 
-std::unique_ptr<NormCandidate> make_norm_vendor_bound(const NormProblem& p) { return std::make_unique<VendorBound>(p); }
+std::unique_ptr<NormCandidate> make_norm_vendor_bound(const NormProblem& p) {
+  return std::make_unique<CopyBound<FactNormArgs>>(norm_bytes(p));
+}
 
 }  // namespace fact::realize

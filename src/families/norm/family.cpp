@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "compose/compose.h"
 #include "families/family.h"
 #include "families/norm/codegen.h"
 #include "families/norm/rule.h"
@@ -109,29 +108,10 @@ class NormFamily final : public Family {
 
   std::string problem_text(const json& p) const override { return norm_text(p); }
 
-  std::string table_note() const override {
-    return "\nFor norm patterns, vendor ms is one copy of the bytes the fused kernel moves: a lower bound of the ATen "
-           "nodes it replaces, so the speedup shown is a lower bound too.\n";
-  }
+  std::string table_note() const override { return copy_bound_table_note(name()); }
 
   std::string report_section(const json&, const json& realized, const json& manifest, bool mine) const override {
-    if (!mine) return {};
-    std::string s = "\n## Norms\n\n";
-    for (const auto& m : manifest.at("patterns")) {
-      if (m.value("abi", "") != name()) continue;
-      const json r = compose::find_by_id(realized.at("patterns"), m.value("id", ""));
-      std::string status;
-      if (m.value("impl", "") == "cutlass") {
-        status = fmt::format("`{}` replaces its {} nodes", m.value("kernel", std::string()), m.at("nodes").size());
-        if (m.contains("time_ms")) status += fmt::format(": {:.4f} ms", m.at("time_ms").get<double>());
-      } else if (r.is_object() && r.contains("cutlass_unavailable")) {
-        status = "left to ATen: " + r.at("cutlass_unavailable").get<std::string>();
-      } else {
-        status = "left to ATen: no verified FACT kernel";
-      }
-      s += fmt::format("- {}: {} — {}\n", m.value("id", ""), norm_text(m.at("problem")), status);
-    }
-    return s;
+    return mine ? copy_bound_report_section(name(), "Norms", realized, manifest, &norm_text) : std::string();
   }
 
   std::string vendor_text(const json& m) const override {

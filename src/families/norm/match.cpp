@@ -327,12 +327,11 @@ void take_input_casts(const GraphIndex& g, NormParts& p) {
 
 }  // namespace
 
-void extend_norm(const GraphIndex& g, NormParts& p) {
+void extend_norm(const GraphIndex& g, NormParts& p, bool with_residual) {
   extend_output(g, p);
-  if (!take_residual_add(g, p)) {
-    take_input_casts(g, p);
-    take_residual_add(g, p);
-  }
+  if (with_residual && take_residual_add(g, p)) return;
+  take_input_casts(g, p);
+  if (with_residual) take_residual_add(g, p);
 }
 
 }  // namespace fact::discover::norm

@@ -42,8 +42,9 @@ std::optional<NormParts> match_written_norm(const graph::GraphIndex& g, const gr
 /// _assert_tensor_metadata nodes that read the values taken. The sum is an output
 /// (`sum_output`) exactly when a node outside the pattern, or the graph's outputs, read it;
 /// the add is not taken when two of its chain's values are read after, or when a reader of
-/// the sum comes before the norm's output in graph order (the kernel runs there).
-void extend_norm(const graph::GraphIndex& g, NormParts& parts);
+/// the sum comes before the norm's output in graph order (the kernel runs there), nor when
+/// `with_residual` is false (the match without its add, Match::smaller).
+void extend_norm(const graph::GraphIndex& g, NormParts& parts, bool with_residual = true);
 
 /// True for a cast that keeps the values (to.dtype, type_as, _to_copy without other
 /// arguments) between floating types.

@@ -1,19 +1,17 @@
 // The norm family's host side of verification (docs/06-verification.md, "Norm"): the rows
-// each draw writes, the float64 reference of one row with each element's bound, and the
-// element types' host conversions. No GPU: tests/families/norm/ runs all of it on the CPU.
+// each draw writes and the float64 reference of one row with each element's bound (the
+// element types' host conversions are engine/host_elements.h). No GPU: tests/families/norm/
+// runs all of it on the CPU.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/host_elements.h"  // round_to, encode_elements, decode_element
 #include "families/norm/bound.h"
 #include "families/norm/problem.h"
 
 namespace fact::realize {
-
-/// Rounds `v` to dtype `d` (round to nearest even; bf16 and fp16 as cuda_bf16.h /
-/// cuda_fp16.h do) and back to float.
-float round_to(DType d, float v);
 
 /// One draw of the rows verified: a name, how it fills a row, and whether a relative
 /// error over it measures the kernel (the moderate ones) or cancellation.
@@ -56,16 +54,5 @@ NormRowReference norm_reference_row(const NormProblem& p, const std::vector<floa
 /// The rows verified of `rows`: all up to 64, else 64 spread evenly, the first and the
 /// last included.
 std::vector<int64_t> norm_sample_rows(int64_t rows);
-
-}  // namespace fact::realize
-
-namespace fact::realize {
-
-/// The bytes of `values` (each representable in `d`, e.g. from norm_draw_row) as `d`'s
-/// elements: fp32 as is, bf16 its upper half, fp16 its IEEE binary16 encoding.
-std::vector<uint8_t> encode_elements(DType d, const std::vector<float>& values);
-
-/// Element `i` of an array of `d` at `data`, as a float.
-float decode_element(DType d, const void* data, int64_t i);
 
 }  // namespace fact::realize

@@ -91,9 +91,13 @@ void close_over(const graph::GraphIndex& g, NormParts& p) {
   if (!why.empty()) reject(why);
 }
 
-Match make_match(const MatchContext& ctx, NormParts p) {
+// The norm at `p`'s core, extended (with its residual add when `with_residual`); an add &
+// norm match carries the plain norm over the sum as Match::smaller, for a GEMM whose
+// epilogue can take the add instead.
+Match make_match(const MatchContext& ctx, const NormParts& core, bool with_residual = true) {
   const graph::GraphIndex& g = ctx.graph;
-  norm::extend_norm(g, p);
+  NormParts p = core;
+  norm::extend_norm(g, p, with_residual);
   close_over(g, p);
   const TensorType& tx = g.type(p.x);
   const TensorType& to = g.type(p.output);
@@ -148,6 +152,12 @@ Match make_match(const MatchContext& ctx, NormParts p) {
   for (const auto* v : {&p.weight, &p.bias})
     if (!v->empty()) bytes += tensor_bytes(g.type(*v));
   m.work = {8 * rows * cols, bytes, MathUnit::fp32_simt};
+  if (!p.residual.empty()) {
+    try {
+      m.smaller.push_back(make_match(ctx, core, false));
+    } catch (const Rejection&) {  // the norm alone fails a constraint: the add & norm stands alone
+    }
+  }
   return m;
 }
 

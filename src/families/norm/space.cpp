@@ -33,12 +33,17 @@ double norm_estimate_seconds(const NormKernel& k, const NormConfig& c, const Nor
   const double ctas = std::ceil(double(p.rows) / c.rows_per_cta);
   const double threads = ctas * c.rows_per_cta * c.threads_per_row;
   const double fill = std::sqrt(std::min(1.0, threads / (double(sm_count) * 2048.0)));
+  // An SM holds at most 32 CTAs (sm_90: CUDA C++ Programming Guide, "Compute capabilities"
+  // table): CTAs of fewer than 64 threads cannot fill its 2048 thread slots. Measured on the
+  // H200: LayerNorm bf16 over 768 columns at one 32-thread row a CTA ran at 0.69x of one copy
+  // of its bytes, the fp32 one at 16 rows a CTA at 0.97x (docs/perf-notes.md v11).
+  const double resident = std::min(1.0, 32.0 * double(c.rows_per_cta * c.threads_per_row) / 2048.0);
   const int items = norm_items(k, c);
   const double vectors = double(k.cols / c.vec);
   const double lanes = vectors / (double(items) * c.threads_per_row);
   const double regs = items * c.vec > 32 ? 0.85 : 1.0;
   const double width = double(c.vec) * e >= 16 ? 1.0 : 0.9;
-  return bytes / 3.5e12 / (fill * lanes * regs * width);
+  return bytes / 3.5e12 / (fill * std::sqrt(resident) * lanes * regs * width);
 }
 
 std::vector<NormConfig> norm_tuning_space(const NormKernel& k, const NormProblem& p, int sm_count, int budget) {

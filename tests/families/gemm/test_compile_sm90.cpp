@@ -1,7 +1,8 @@
 // One generated kernel per dtype (tf32 on fp32 inputs, bf16 with a bias epilogue, fp16),
 // plus a staged 3xTF32 stream-K kernel with the promoting mainloop and the no-TMA epilogue,
 // and a fused elementwise tail generated as an Epilogue Visitor Tree (vector along N,
-// scalars, max/min, activations), compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
+// scalars, max/min, activations), and (a test of its own) fp32 operands rounded to bf16 in
+// the staging copy with a fused tail, compiles for sm_90a with the real nvcc and CUTLASS headers, without ptxas warning C7510,
 // and exports the C ABI. Takes a few minutes on first run; later runs hit the cache under
 // the build directory. Set FACT_SKIP_NVCC_TESTS=1 to skip (e.g. without the toolkit).
 #include <gtest/gtest.h>
@@ -16,6 +17,25 @@
 #include "families/gemm/codegen.h"
 
 using namespace fact::realize;
+
+namespace {
+// Every result built without C7510, exports the ABI entry points and holds sm_90a code.
+void expect_built_for_sm90a(const std::vector<BuildResult>& results, size_t expected) {
+  ASSERT_EQ(results.size(), expected);
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok) << r.name << ": " << r.reason;
+    EXPECT_FALSE(has_wgmma_serialization_warning(fact::read_file(r.log))) << r.name;
+    // The library exports the ABI entry points.
+    const std::string syms = fact::capture_output({"nm", "-D", "--defined-only", r.library.string()});
+    const std::string sym = kernel_symbol(r.name);
+    for (const char* suffix : {"_run", "_can_implement", "_workspace_bytes", "_name"}) {
+      EXPECT_NE(syms.find(sym + suffix), std::string::npos) << r.name << " lacks " << sym << suffix;
+    }
+    // The embedded fatbin records the target it was assembled for ("-arch sm_90a").
+    EXPECT_NE(fact::read_file(r.object).find("sm_90a"), std::string::npos) << r.name;
+  }
+}
+}  // namespace
 
 TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
   if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
@@ -54,18 +74,22 @@ TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
     cfg.scheduler = c.scheduler;
     reqs.push_back({gemm_kernel_name(c.family, cfg), render_gemm_sm90(c.family, cfg)});
   }
-  const auto results = build_kernels(reqs, tc, FACT_TEST_CACHE_DIR, 2);
-  ASSERT_EQ(results.size(), cases.size());
-  for (const auto& r : results) {
-    ASSERT_TRUE(r.ok) << r.name << ": " << r.reason;
-    EXPECT_FALSE(has_wgmma_serialization_warning(fact::read_file(r.log))) << r.name;
-    // The library exports the ABI entry points.
-    const std::string syms = fact::capture_output({"nm", "-D", "--defined-only", r.library.string()});
-    const std::string sym = kernel_symbol(r.name);
-    for (const char* suffix : {"_run", "_can_implement", "_workspace_bytes", "_name"}) {
-      EXPECT_NE(syms.find(sym + suffix), std::string::npos) << r.name << " lacks " << sym << suffix;
-    }
-    // The embedded fatbin records the target it was assembled for ("-arch sm_90a").
-    EXPECT_NE(fact::read_file(r.object).find("sm_90a"), std::string::npos) << r.name;
-  }
+  expect_built_for_sm90a(build_kernels(reqs, tc, FACT_TEST_CACHE_DIR, 2), cases.size());
 }
+
+TEST(CompileSm90, Fp32UnderBf16StagedWithFusedTailBuildsWithoutC7510) {
+  if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+    GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
+  }
+  // MiniGPT's c_fc under --precision bf16: fp32 x (row-major) times the weight as linear's
+  // B^T (column-major), both rounded to bf16 in the staging copy, bf16 WGMMA, then the
+  // GEMM's bias and NewGELU (gelu_tanh) in the EVT, D in fp32.
+  GemmFamilyKey f{"bf16", DType::f32, Layout::Row, Layout::Col, true, true, true};
+  f.epilogue_tree = nlohmann::json::parse(
+      R"({"op": "gelu_tanh", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}]})");
+  f.epilogue_broadcast = {{"bias", "n"}};
+  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  const std::vector<BuildRequest> reqs{{gemm_kernel_name(f, cfg), render_gemm_sm90(f, cfg)}};
+  expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
+}
+

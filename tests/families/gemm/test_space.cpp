@@ -1,6 +1,8 @@
 // Tuning space, kernel names, symbols, family selection and codegen of the sm90 GEMM family.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <initializer_list>
 #include <set>
 
 #include "base/error.h"
@@ -23,6 +25,11 @@ GemmProblem with_layouts(GemmProblem p, Layout a, Layout b) {
   p.layout_a = a;
   p.layout_b = b;
   return p;
+}
+
+// Every one of `parts` occurs in the generated source `src`.
+void expect_in_source(const std::string& src, std::initializer_list<std::string> parts) {
+  for (const auto& part : parts) EXPECT_NE(src.find(part), std::string::npos) << part;
 }
 
 std::set<std::string> staging_of(const std::vector<GemmFamilyKey>& fs) {
@@ -88,6 +95,59 @@ TEST(GemmFamily, AContiguousExtentOffSixteenBytesIsStaged) {
   fs = gemm_families(q, Precision::tf32, why);
   ASSERT_FALSE(fs.empty());
   for (const auto& f : fs) EXPECT_TRUE(f.align1_d && f.stage_b);
+}
+
+TEST(GemmFamily, Fp32UnderBf16StagesBothOperandsAsBf16) {
+  // MiniGPT's c_fc (L3 #44: x 65536 x 768 row-major, the weight as linear's B^T) and an
+  // unaligned problem: every layout and stride is served by staging both, D stays fp32.
+  GemmProblem p = with_layouts(square_f32(768), Layout::Row, Layout::Col);
+  p.m = 65536; p.n = 3072;
+  p.ldb = 768; p.ldd = 3072;
+  p.bias_n = true;
+  std::string why;
+  auto fs = gemm_families(p, Precision::bf16, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_EQ(fs[0].mma, "bf16");
+  EXPECT_EQ(fs[0].element, DType::f32);
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
+  EXPECT_EQ(fs[0].split, 1);
+  EXPECT_EQ(gemm_operand_element(fs[0]), DType::bf16);
+  EXPECT_FALSE(gemm_transposes_problem(fs[0]));
+  GemmProblem odd;
+  odd.m = 8205; odd.k = 2949; odd.n = 5921;
+  odd.lda = odd.k; odd.ldb = odd.n; odd.ldd = odd.n;
+  fs = gemm_families(odd, Precision::bf16, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b && fs[0].align1_d);
+  // bf16 inputs under bf16 are not staged (their own dtype).
+  GemmProblem h = square_f32(4096);
+  h.dtype_a = h.dtype_b = h.dtype_d = DType::bf16;
+  fs = gemm_families(h, Precision::bf16, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_FALSE(fs[0].stage_a || fs[0].stage_b);
+}
+
+TEST(GemmSpace, Bf16StagedKernelsRankAtTheBf16PeakWithTheirStagingCost) {
+  // tile K is 64 (128 bytes of bf16); the estimate is faster than tf32's on a compute-bound
+  // problem (the bf16 peak is twice tf32's) and slower than a bf16-input kernel's (staging).
+  auto p = with_layouts(square_f32(4096), Layout::Row, Layout::Col);
+  std::string why;
+  const GemmFamilyKey staged = gemm_families(p, Precision::bf16, why).at(0);
+  const GemmFamilyKey tf32 = gemm_families(p, Precision::tf32, why).at(0);
+  GemmProblem h = p;
+  h.dtype_a = h.dtype_b = h.dtype_d = DType::bf16;
+  const GemmFamilyKey native = gemm_families(h, Precision::bf16, why).at(0);
+  const GemmConfig c = gemm_tuning_space(staged, p, 132, 1).at(0);
+  EXPECT_EQ(c.tile_k, 64);
+  const double t_staged = estimate_seconds(staged, c, p, 132);
+  GemmConfig c32 = c;
+  c32.tile_k = 32;
+  EXPECT_LT(t_staged, estimate_seconds(tf32, c32, p, 132));
+  const double t_native = estimate_seconds(native, c, h, 132);
+  EXPECT_GT(t_staged, t_native);
+  // Staging reads 4 and writes 2 bytes per element of A and B at 3.0 TB/s; D is fp32
+  // (written at 4.0 TB/s inside the max with compute, so the gap is at least the copy).
+  EXPECT_GE(t_staged - t_native, 2 * 4096.0 * 4096 * 6 / 3.0e12 * 0.999);
 }
 
 TEST(GemmFamily, StagingLaunchLimitsAndThirtyTwoBitSizes) {
@@ -284,19 +344,14 @@ TEST(Codegen, StagedThreeXTf32ReadsKMajorOperands) {
   EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_3xtf32_crr-stAB_128x256x32_2x1x1_coop_streamk_lincomb-align1");
   EXPECT_FALSE(gemm_transposes_problem(f));
   const std::string src = render_gemm_sm90(f, c);
-  EXPECT_NE(src.find("using LayoutA = cutlass::layout::RowMajor"), std::string::npos);
-  EXPECT_NE(src.find("using LayoutB = cutlass::layout::ColumnMajor"), std::string::npos);
-  EXPECT_NE(src.find("kCallerARowMajor = false"), std::string::npos);
-  EXPECT_NE(src.find("kCallerBRowMajor = true"), std::string::npos);
-  EXPECT_NE(src.find("kSplit = 3;"), std::string::npos);
-  EXPECT_NE(src.find("AlignmentD = 1;"), std::string::npos);
-  EXPECT_NE(src.find("kStreamK = true"), std::string::npos);
+  expect_in_source(src, {"using LayoutA = cutlass::layout::RowMajor", "using LayoutB = cutlass::layout::ColumnMajor",
+                         "kCallerARowMajor = false", "kCallerBRowMajor = true", "kSplit = 3;", "AlignmentD = 1;",
+                         "kStreamK = true", "using ElementA = float;"});
   // The staging kernels live in a namespace of the kernel's own symbol (one library holds
   // many kernels): the element-by-element copy and the 16-byte-vector one.
-  EXPECT_NE(src.find("namespace st = " + kernel_symbol(gemm_kernel_name(f, c)) + "_staging;"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand<kSplit, IsB>"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, true>"), std::string::npos);
-  EXPECT_NE(src.find("st::stage_operand_v4<kSplit, IsB, false>"), std::string::npos);
+  expect_in_source(src, {"namespace st = " + kernel_symbol(gemm_kernel_name(f, c)) + "_staging;",
+                         "st::stage_operand<kSplit, IsB, Out>", "st::stage_operand_v4<kSplit, IsB, true, Out>",
+                         "st::stage_operand_v4<kSplit, IsB, false, Out>"});
   // PDL after staging only for persistent kernels: CUTLASS's stream-K scheduler does not
   // compile with CUTLASS_ENABLE_GDC_FOR_SM90, and an unstaged GEMM has no copy to overlap.
   EXPECT_NE(src.find("#define FACT_PDL 0"), std::string::npos);
@@ -319,6 +374,19 @@ TEST(Codegen, TwoByteOperandsAndKMajorBAreNotTransposed) {
   EXPECT_NE(src.find("using LayoutB = cutlass::layout::RowMajor"), std::string::npos);
 }
 
+TEST(Codegen, Fp32UnderBf16RoundsInTheStagingCopyAndWritesFp32) {
+  GemmFamilyKey f{"bf16", DType::f32, Layout::Row, Layout::Col, true, true, true};
+  GemmConfig c{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  EXPECT_EQ(gemm_kernel_name(f, c), "cutlass3x_sm90a_bf16_rcr-stAB_128x256x64_1x1x1_coop_persistent_lincomb-biasn");
+  const std::string src = render_gemm_sm90(f, c);
+  expect_in_source(src, {"using ElementIn = float;", "using ElementA = cutlass::bfloat16_t;",
+                         "using ElementB = cutlass::bfloat16_t;", "using ElementD = float;", "kStageA = true",
+                         "kStageB = true", "operand staging: A and B, rounded to bfloat16", "#define FACT_PDL 1"});
+  // The kernel differs from the bf16-input one of the same configuration.
+  GemmFamilyKey native{"bf16", DType::bf16, Layout::Row, Layout::Col, true};
+  EXPECT_NE(gemm_kernel_name(native, c), gemm_kernel_name(f, c));
+}
+
 TEST(Tolerance, ScalesWithPolicyAndK) {
   auto p = square_f32(4096);
   const double tf32 = gemm_tolerance(p, Precision::tf32);
@@ -329,4 +397,9 @@ TEST(Tolerance, ScalesWithPolicyAndK) {
   auto big_k = p;
   big_k.k = 524288;
   EXPECT_GT(gemm_tolerance(big_k, Precision::fp32), fp32);
+  // fp32 inputs under bf16 are rounded to bf16 (u_in 2^-8) and written in fp32: the bound
+  // of bf16 inputs with an fp32 output, about four times tf32's.
+  const double bf16 = gemm_tolerance(p, Precision::bf16);
+  EXPECT_NEAR(bf16, 8 * std::ldexp(1.0, -8) + std::ldexp(1.0, -24) + 8 * std::ldexp(1.0, -24) * 64, 1e-12);
+  EXPECT_GT(bf16, 3.5 * tf32);
 }

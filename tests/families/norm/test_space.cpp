@@ -76,6 +76,27 @@ TEST(NormSpace, PrunedByTheRowLengthAndRankedWithinTheBudget) {
   for (const auto& c : t) EXPECT_EQ(c.vec, 1);
 }
 
+TEST(NormSpace, SmallCtasThatCannotFillAnSmRankBelowFullOnes) {
+  // minGPT's LayerNorm in bf16 (65536 rows of 768): a 32-thread CTA a row ran at 0.69x of a
+  // copy on the H200 (32 CTAs an SM hold 1024 threads); the budget of 2 must pick CTAs of at
+  // least 64 threads.
+  auto j = llama_ffn_norm();
+  j["norm"] = "layer";
+  j["rows"] = 65536;
+  j["cols"] = 768;
+  j["bias"] = true;
+  j["residual"] = false;
+  j["sum_output"] = nullptr;
+  j["strides"] = {{"x", 768}, {"residual", nullptr}};
+  const NormProblem p = norm_problem_from_json(j);
+  const NormKernel k = norm_kernel(p);
+  const auto two = norm_tuning_space(k, p, 132, 2);
+  ASSERT_EQ(two.size(), 2u);
+  for (const auto& c : two) EXPECT_GE(c.rows_per_cta * c.threads_per_row, 64) << norm_kernel_name(k, c);
+  const NormConfig small{1, 32, 8}, full{4, 32, 8};
+  EXPECT_GT(norm_estimate_seconds(k, small, p, 132), 1.3 * norm_estimate_seconds(k, full, p, 132));
+}
+
 TEST(NormCodegen, NameAndSourceSayTheKernel) {
   const NormProblem p = norm_problem_from_json(llama_ffn_norm());
   const NormKernel k = norm_kernel(p);

@@ -78,6 +78,28 @@ static int fused_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, int b_row
   const char* sym##_name(void) { return label; }
 FUSED(fen, 0, 0, "fake_host_gemm_f32_tn_evt_relu_add_c0n")
 FUSED(femn, 1, 1, "fake_host_gemm_f32_nn_evt_relu_add_c0mn")
+
+/* ftail stands in for a tail kernel: D = relu(C + c0) with C in a (lda, batch_stride_a) and
+ * c0 a vector along N; it is given no B. */
+long long ft_last_lda = -1;
+int ftail_can_implement(const FactGemmArgs* p) { return p->a && p->d ? 0 : FACT_ERR_PROBLEM; }
+size_t ftail_workspace_bytes(const FactGemmArgs* p) { return 0; }
+int ftail_run(const FactGemmArgs* p, void* ws, size_t n, void* s) {
+  if (!p->a || !p->d) return FACT_ERR_PROBLEM;
+  if (p->epi[0] == 0) return FACT_ERR_EPILOGUE_INPUT;
+  if (p->b) return 8;
+  ft_last_lda = p->lda;
+  const float *C = p->a, *c0 = p->epi[0];
+  float* D = p->d;
+  for (long l = 0; l < p->l; ++l)
+    for (long i = 0; i < p->m; ++i)
+      for (long j = 0; j < p->n; ++j) {
+        const float v = C[l * p->batch_stride_a + i * p->lda + j] + c0[j];
+        D[l * p->batch_stride_d + i * p->ldd + j] = v > 0.0f ? v : 0.0f;
+      }
+  return 0;
+}
+const char* ftail_name(void) { return "fake_host_tail_f32_relu_add_c0n"; }
 """
 
 
@@ -167,29 +189,27 @@ def test_kernel_error_code_is_raised_with_kernel_name(tmp_path, fake_library: st
         fm(torch.randn(4, 16))
 
 
-def test_repeated_arguments_skip_can_implement(tmp_path, fake_library: str) -> None:
+def test_checks_are_kept_per_signature(tmp_path, fake_library: str) -> None:
+    """can_implement runs once per shape/stride/dtype/alignment signature: new tensors of a
+    signature seen before (new addresses, new D) skip it; a misaligned view is a new
+    signature, refused by the family's check, and its answer is kept too."""
     art, model = _cutlass_artifact(tmp_path, fake_library)
     fm = load(art, model)
     binding = fm.bindings["p0"]
     binding.device_type = "cpu"
     calls = ctypes.c_int.in_dll(ctypes.CDLL(os.path.join(art, "libfact_kernels.so")),
                                 "fk_can_implement_calls")
-    x = torch.randn(4, 16)
-    values = {"x": x, "p_fc_weight": fm.p_fc_weight, "p_fc_bias": fm.p_fc_bias}
-    inputs = [values[n] for n in binding.input_names]
-    first = fm(x)
-    first_args = binding.args(inputs, first)
-    torch.testing.assert_close(first, model(x), rtol=1e-5, atol=1e-5)
+    for _ in range(3):
+        x = torch.randn(4, 16)
+        torch.testing.assert_close(fm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert calls.value == 1 and fm.fallback_counts() == {"p0": 0}
+    base = torch.randn(4 * 16 + 1)
+    for _ in range(2):
+        x = base[1:].view(4, 16)  # 4 bytes past a 16-byte boundary, the plan's strides
+        assert torch.equal(fm(x), model(x))
+    assert fm.fallback_reasons() == {"p0": {"x is not 16-byte aligned": 2}}
     assert calls.value == 1
-    del first
-    second = fm(x)
-    second_args = binding.args(inputs, second)
-    torch.testing.assert_close(second, model(x), rtol=1e-5, atol=1e-5)
-    # The arguments hold D's pointer: only an identical call (the same FactGemmArgs, D
-    # included) skips the check. The arguments are compared, not D's address alone: the
-    # allocator may hand out the old address while the kernel saw another one.
-    assert calls.value == (1 if bytes(second_args) == bytes(first_args) else 2)
-    assert fm.fallback_counts() == {"p0": 0}
+    assert len(binding._checked) == 2
 
 
 def test_args_struct_matches_the_c_header(fake_library: str) -> None:
@@ -289,6 +309,47 @@ def test_unfused_pattern_leaves_the_tail_to_aten(tmp_path, fake_library: str,
     assert ctypes.c_int.in_dll(lib, "fk_last_epi_null").value == 1
 
 
+def test_vendor_gemm_with_a_tail_kernel_runs_the_tail_as_one_call(tmp_path,
+                                                                   fake_library: str) -> None:
+    # The vendor path won the GEMM; its tail runs as the tail kernel, the entry compose
+    # writes as the pattern's "tail" (docs/05-composition.md, "Vendor GEMM, fused tail").
+    model = _LinearAddRelu()
+    graph = export(model, [torch.randn(4, 16)])
+    tail_problem = {"kind": "gemm", "m": 4, "n": 8, "k": 0, "l": 1, "dtype_a": "float32",
+                    "dtype_b": "float32", "dtype_d": "float32", "lda": 8, "ldb": 0, "ldd": 8,
+                    "batch_stride_a": 0, "batch_stride_d": 0, "bias": None}
+    tail = {"id": "p0_tail", "rule": "gemm", "abi": "gemm", "impl": "cutlass",
+            "kernel": "fact_tail_f32_evt00000000", "symbol": "ftail", "nodes": ["add", "relu"],
+            "output": "relu", "operands": {"a": "linear"}, "problem": tail_problem,
+            "fused": True, "epilogue": _LINEAR_EPILOGUE, "workspace_bytes": 0}
+    pattern = {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
+               "operands": {"a": "x", "b": "p_fc_weight", "bias": "p_fc_bias"},
+               "problem": _LINEAR_PROBLEM, "impl": "vendor", "kernel": "cublaslt_tf32+tail",
+               "symbol": None, "workspace_bytes": 0, "verified": True, "tail": tail}
+    art = write_artifact(tmp_path, graph, [pattern], fake_library)
+    fm = load(art, model)
+    assert list(fm.bindings) == ["p0_tail"]
+    binding = fm.bindings["p0_tail"]
+    assert binding.input_names == ["linear", "p_v"]
+    # The GEMM runs as its ATen op, the tail's two nodes as one kernel call.
+    assert fm.aten_nodes() == ["linear"]
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        want = model(x)
+    assert torch.equal(fm(x), want)  # CPU tensors: the fallback runs the tail's ATen nodes
+    assert fm.fallback_counts() == {"p0_tail": 1}
+    binding.device_type = "cpu"
+    out = fm(x)
+    assert fm.fallback_counts() == {"p0_tail": 1}
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert (out == 0).any() and (out > 0).any()
+    lib = ctypes.CDLL(os.path.join(art, "libfact_kernels.so"))
+    assert ctypes.c_longlong.in_dll(lib, "ft_last_lda").value == 8
+    c = torch.randn(4, 8)
+    args = binding.args([c, fm.p_v], out)
+    assert args.a == c.data_ptr() and not args.b and args.epi[0] == fm.p_v.data_ptr()
+
+
 def test_fused_kernel_without_its_inputs_names_the_error(tmp_path, fake_library: str) -> None:
     # A manifest that forgets "fused" for a fused kernel: the kernel sees epi[0] NULL.
     art, model = _linear_tail_artifact(tmp_path, fake_library, fused=False, symbol="fen")
@@ -355,3 +416,40 @@ def test_fused_tensor_input_gets_its_strides(tmp_path, fake_library: str) -> Non
     yc = y.contiguous()
     assert torch.equal(fm(a, b, yc), model(a, b, yc))
     assert "strides [32, 8, 1]" in fm.bindings["p0"].last_fallback_reason
+
+
+class _TwoProjections(nn.Module):
+    """q and k of the same x: discovery merges them into one GEMM (N = 8 + 4)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q, self.k = nn.Linear(16, 8), nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([self.q(x), self.k(x)], dim=1) * 2.0
+
+
+def test_merged_gemm_runs_its_aten_nodes_until_the_runtime_binds_it(tmp_path, fake_library) -> None:
+    """A merged GEMM's kernel writes [M, 12] from the concatenated weight: the runtime does
+    not build that weight or the outputs' views yet, so the pattern must never call the kernel
+    with q's weight alone; its two Linears run as ATen, with the reason."""
+    model = _TwoProjections()
+    graph = export(model, [torch.randn(4, 16)])
+    merged = [{"output": "linear", "b": "p_q_weight", "bias": "p_q_bias", "n": 8, "offset": 0},
+              {"output": "linear_1", "b": "p_k_weight", "bias": "p_k_bias", "n": 4, "offset": 8}]
+    pattern = {"id": "p0", "rule": "gemm", "nodes": ["linear", "linear_1"], "output": "linear",
+               "operands": {"a": "x", "b": "p_q_weight", "bias": "p_q_bias",
+                            "b1": "p_k_weight", "bias1": "p_k_bias"},
+               "problem": {"kind": "gemm", "m": 4, "n": 12, "k": 16, "l": 1, "layout_a": "row",
+                           "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 12,
+                           "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
+                           "bias": "n", "alpha": 1.0, "beta": 1.0, "merged": merged},
+               "impl": "cutlass", "kernel": "fake_host_gemm_f32_tn", "symbol": "fk",
+               "workspace_bytes": 0, "verified": True}
+    fm = load(write_artifact(tmp_path, graph, [pattern], fake_library), model)
+    binding = fm.bindings["p0"]
+    binding.device_type = "cpu"  # the stand-in kernel would run on host memory
+    x = torch.randn(4, 16)
+    assert torch.equal(fm(x), model(x))
+    assert fm.fallback_counts() == {"p0": 1}
+    assert "merged GEMM (linear, linear_1)" in binding.last_fallback_reason

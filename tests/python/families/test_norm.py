@@ -65,6 +65,19 @@ class LlamaNorm(nn.Module):
         return self.weight * h.type_as(x)
 
 
+class LlamaAddNorm(LlamaNorm):
+    """Llama's h = x + y; h + fc(rms(h)): ``h.float()`` of fp32 h exports an assertion on the
+    sum, which sits between the sum's node and the norm's output in graph order."""
+
+    def __init__(self, c: int = 32) -> None:
+        super().__init__(c)
+        self.fc = nn.Linear(c, c)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        h = x + y
+        return h + self.fc(super().forward(h))
+
+
 def _artifact(tmp_path, model: nn.Module, inputs, lib: str, symbol: str):
     """The model's graph, the engine's plan, and a manifest whose norm pattern runs `symbol`
     (every other pattern vendor); returns (artifact dir, the norm manifest entry)."""
@@ -152,6 +165,29 @@ def test_llama_rms_norm_reads_strided_rows_in_place(tmp_path, norm_library: str)
         assert row_stride(wide) == 64
         a = binding.args([wide, model.weight.detach()], torch.empty(2, 8, 32))
     assert a.x == wide.data_ptr() and a.x_row_stride == 64 and a.residual is None and a.bias is None
+
+
+def test_a_reader_of_the_sum_before_the_norm_output_runs_after_the_kernel(
+        tmp_path, norm_library: str) -> None:
+    """The kernel writes the sum at the norm's output node; the export's assertion on the sum
+    (and any reader placed before that node) runs after the kernel, not on a missing value."""
+    torch.manual_seed(0)
+    model = LlamaAddNorm()
+    x, y = torch.randn(2, 8, 32), torch.randn(2, 8, 32)
+    art, entry = _artifact(tmp_path, model, [x, y], norm_library, "fn_rms_rwn")
+    graph = json.load(open(os.path.join(art, "graph.json")))
+    order = [n["name"] for n in graph["nodes"]]
+    sum_value = entry["extra_outputs"]["sum"]
+    early = [n["name"] for n in graph["nodes"]
+             if order.index(n["name"]) < order.index(entry["output"])
+             and n["name"] not in entry["nodes"] and sum_value in json.dumps(n["args"])]
+    assert early, "the graph has no reader of the sum before the norm's output"
+    fm = load(art, model)
+    fm.bindings[entry["id"]].device_type = "cpu"
+    with torch.no_grad():
+        torch.testing.assert_close(fm(x, y), model(x, y), rtol=1e-5, atol=1e-5)
+    assert not fm.fallback_counts().get(entry["id"])
+    assert _last(art).sum is not None
 
 
 def test_rows_the_kernel_cannot_read_fall_back(tmp_path, norm_library: str) -> None:

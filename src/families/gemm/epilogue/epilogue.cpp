@@ -229,6 +229,10 @@ class Builder {
         std::vector<Expr> args{x()};
         const Arg* lo = n.arg_or_kwarg(1, "min");
         const Arg* hi = n.arg_or_kwarg(2, "max");
+        // torch.clamp raises on this ("At least one of 'min' or 'max' must not be None"): a
+        // malformed graph, whose tail stops here rather than fusing a clamp that clamps nothing.
+        if ((!lo || lo->is<graph::None>()) && (!hi || hi->is<graph::None>()))
+          throw NotFusable{fmt::format("%{}: {} has neither min nor max (torch.clamp raises on it)", n.name, op)};
         args.push_back(lo && !lo->is<graph::None>() ? scalar(number_or(1, "min", 0)) : Expr{"none", nullptr});
         args.push_back(hi && !hi->is<graph::None>() ? scalar(number_or(2, "max", 0)) : Expr{"none", nullptr});
         return call(name, args);

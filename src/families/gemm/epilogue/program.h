@@ -61,11 +61,25 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
   auto seen = [peak](T v) {
     if (peak && v == v && v - v == v - v && (v < 0 ? -v : v) > *peak) *peak = v < 0 ? -v : v;
   };
+  // On the device a program that is a compile-time constant (the tail kernel's,
+  // tail_codegen.h) is unrolled into straight-line code: nvcc unrolls a `#pragma unroll`
+  // loop fully when its trip count is constant and leaves it alone otherwise (CUDA C++
+  // Programming Guide, "#pragma unroll"), so the interpreting passes are unchanged. The
+  // input slot is chosen by comparisons rather than an index, which would keep `inputs` in
+  // local memory even when the slot is a constant.
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
   for (int i = 0; i < prog.size; ++i) {
     const EpiInstr in = prog.code[i];
     if (in.op <= EpiOp::input) {
       if (sp == EpilogueProgram::kMaxStack) return T(NAN);
-      st[sp++] = in.op == EpiOp::acc ? acc : in.op == EpiOp::scalar ? T(in.value) : inputs[int(in.value)];
+      st[sp++] = in.op == EpiOp::acc      ? acc
+                 : in.op == EpiOp::scalar ? T(in.value)
+                 : in.value < 0.5         ? inputs[0]
+                 : in.value < 1.5         ? inputs[1]
+                 : in.value < 2.5         ? inputs[2]
+                                          : inputs[3];
       seen(st[sp - 1]);
       continue;
     }

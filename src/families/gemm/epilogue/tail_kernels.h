@@ -1,7 +1,8 @@
 // Device kernels for fused elementwise tails (docs/06-verification.md, "Fused tails"): the
 // float64 reference applied to the reference GEMM, the comparison of a fused kernel's
-// output against it with a per-element bound, and the fp32 tail pass that follows a vendor
-// GEMM in an unfused candidate. All launch on `stream` and check the launch.
+// output against it with a per-element bound, and the interpreting fp32 tail pass that
+// follows a vendor GEMM when the pattern's tail kernel (tail_codegen.h) did not build and
+// that times a tail pass in every fused problem. All launch on `stream` and check the launch.
 #pragma once
 #include <cuda_runtime.h>
 

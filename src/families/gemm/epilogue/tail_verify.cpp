@@ -146,16 +146,25 @@ namespace {
 
 class TailPassCandidate final : public GemmCandidate {
  public:
-  TailPassCandidate(std::unique_ptr<GemmCandidate> inner, const GemmProblem& p)
-      : inner_(std::move(inner)), name_(inner_->name() + "+tail"), p_(p), prog_(compile_epilogue(p.tail_tree)) {
+  TailPassCandidate(std::unique_ptr<GemmCandidate> inner, const GemmProblem& p, std::unique_ptr<GemmCandidate> kernel)
+      : inner_(std::move(inner)), kernel_(std::move(kernel)), name_(inner_->name() + "+tail"), p_(p),
+        prog_(compile_epilogue(p.tail_tree)) {
     set_kinds(p, kinds_);
   }
   const std::string& name() const override { return name_; }
   const char* impl() const override { return inner_->impl(); }
-  std::string prepare(const FactGemmArgs& args, GpuContext& gpu) override { return inner_->prepare(args, gpu); }
+  std::string companion() const override { return kernel_ ? kernel_->name() : std::string(); }
+  std::string prepare(const FactGemmArgs& args, GpuContext& gpu) override {
+    std::string why = inner_->prepare(args, gpu);
+    if (why.empty() && kernel_) {
+      if (std::string k = kernel_->prepare(in_place(args), gpu); !k.empty()) why = "tail kernel " + kernel_->name() + ": " + k;
+    }
+    return why;
+  }
   size_t workspace_bytes() const override { return inner_->workspace_bytes(); }
   void run(const FactGemmArgs& args, GpuContext& gpu) override {
     inner_->run(args, gpu);
+    if (kernel_) return kernel_->run(in_place(args), gpu);
     // The caller's inputs, of the kinds the tail fixes.
     TailInputs in = kinds_;
     for (int s = 0; s < 4; ++s) {
@@ -167,7 +176,15 @@ class TailPassCandidate final : public GemmCandidate {
   }
 
  private:
-  std::unique_ptr<GemmCandidate> inner_;
+  // The tail kernel's arguments: C is the D the vendor GEMM wrote.
+  static FactGemmArgs in_place(FactGemmArgs args) {
+    args.a = args.d;
+    args.lda = args.ldd;
+    args.batch_stride_a = args.batch_stride_d;
+    return args;
+  }
+
+  std::unique_ptr<GemmCandidate> inner_, kernel_;
   std::string name_;
   GemmProblem p_;
   EpilogueProgram prog_;
@@ -176,8 +193,9 @@ class TailPassCandidate final : public GemmCandidate {
 
 }  // namespace
 
-std::unique_ptr<GemmCandidate> make_tail_pass_candidate(std::unique_ptr<GemmCandidate> inner, const GemmProblem& p) {
-  return std::make_unique<TailPassCandidate>(std::move(inner), p);
+std::unique_ptr<GemmCandidate> make_tail_pass_candidate(std::unique_ptr<GemmCandidate> inner, const GemmProblem& p,
+                                                        std::unique_ptr<GemmCandidate> tail_kernel) {
+  return std::make_unique<TailPassCandidate>(std::move(inner), p, std::move(tail_kernel));
 }
 
 }  // namespace fact::realize

@@ -61,9 +61,13 @@ class TailCheck {
   std::string side_text(int i, int side) const;  // "> 0", "<= -1", ">= 1"
 };
 
-/// A vendor candidate followed by the tail as one fp32 elementwise pass: the unfused way
-/// to compute a fused pattern, and the time a fused kernel must beat. Named "<inner>+tail".
+/// A vendor candidate followed by the tail as one fp32 elementwise pass over D, in place:
+/// the way to compute a fused pattern around a vendor GEMM, and the time a fused kernel must
+/// beat. Named "<inner>+tail". The pass is `tail_kernel` when given (the generated tail
+/// kernel, tail_codegen.h, loaded as a candidate of the GEMM ABI; called with a = d), which
+/// the candidate then names as its companion; else FACT's interpreting pass (apply_tail).
 std::unique_ptr<GemmCandidate> make_tail_pass_candidate(std::unique_ptr<GemmCandidate> inner,
-                                                        const GemmProblem& p);
+                                                        const GemmProblem& p,
+                                                        std::unique_ptr<GemmCandidate> tail_kernel = nullptr);
 
 }  // namespace fact::realize
