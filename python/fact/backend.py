@@ -10,14 +10,15 @@ caller that hands fake tensors instead gets a callable that compiles on its firs
 
 Per subgraph, in this order (docs/09-backend.md):
 
-1. **Scope.** Forward/inference on CUDA tensors of static shape. A graph whose tensors are
-   not all on a CUDA device, that needs autograd (grad mode on and a tensor that requires
-   grad), or whose inputs are symbolic (dynamic shapes, not implemented yet) is returned as
-   Dynamo gave it, with one warning per reason per process.
+1. **Scope.** Forward/inference on CUDA tensors. A graph whose tensors are not all on a
+   CUDA device, or that needs autograd (grad mode on and a tensor that requires grad), is
+   returned as Dynamo gave it, with one warning per reason per process.
 2. **Export.** The parameters and buffers are lifted back into a module around the graph
    (:class:`_Lifted`), which ``torch.export`` re-traces on the user inputs, so the FACT
    graph has them as parameters and buffers (a causal-mask buffer keeps its ``"value":
-   "tril"``, docs/02) exactly as :func:`fact.export.export` of the whole model would.
+   "tril"``, docs/02) exactly as :func:`fact.export.export` of the whole model would. A
+   dim Dynamo made symbolic (automatic dynamic, ``mark_dynamic``) is exported as a
+   ``torch.export.Dim`` and stays a symbol of the FACT graph (docs/09, "Dynamic shapes").
 3. **Reuse.** The graph's key hashes its JSON, the policy and the options that change the
    result; ``<out_dir>/<key>/`` holds its graph, plan, realized.json and artifact. An
    artifact already there is loaded (:func:`fact.artifact.load_artifact`: checked against
@@ -72,6 +73,9 @@ class BackendOptions:
         progress: compile and tune progress bars; ``None``: when stderr is a terminal.
         verbose: log the engine's lines at INFO.
         verify: check each loaded subgraph against float64 before using it.
+        buckets: symbol (Dynamo's name, ``"s77"``) -> the bucket upper bounds realization
+            tunes for it (docs/04, "Buckets"); others get powers of two.
+        bucket_bound: the largest bucket of the powers of two (default 4096).
     """
 
     precision: str | None = None
@@ -84,6 +88,8 @@ class BackendOptions:
     progress: bool | None = None
     verbose: bool = False
     verify: bool = True
+    buckets: dict[str, list[int]] | None = None
+    bucket_bound: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> "BackendOptions":
@@ -121,17 +127,53 @@ def _state_name(source: str) -> str | None:
     return re.sub(r"\W", "_", "_".join(parts))
 
 
+def _symbol_of(value: Any) -> str | None:
+    """The symbol a SymInt is (``"s77"``), or None for anything else."""
+    if isinstance(value, torch.SymInt) and value.node.expr.is_Symbol:
+        return str(value.node.expr)
+    return None
+
+
 class _Lifted(torch.nn.Module):
     """Dynamo's graph with its parameter and buffer inputs held as this module's own
     parameters and buffers (the very tensors, shared), so that ``torch.export`` of it lifts
-    them as the model's export would. ``forward`` takes the user inputs only."""
+    them as the model's export would. ``forward`` takes the user tensors only: a size input
+    of a graph with dynamic shapes (a SymInt placeholder) is read from the user tensor dim
+    Dynamo made symbolic with the same symbol.
+
+    Attributes:
+        dynamic: per user tensor, ``{dim: symbol}`` of its symbolic dims (Dynamo's
+            automatic dynamic or ``torch._dynamo.mark_dynamic``).
+
+    Raises:
+        ValueError: a size input no user tensor dim gives.
+    """
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> None:
         super().__init__()
         self.gm = gm
         self.slots: list[str | None] = []  # per placeholder: its attribute, or None (user)
+        self.sizes: dict[int, tuple[int, int]] = {}  # placeholder -> (user tensor, dim)
+        self.dynamic: list[dict[int, str]] = []
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        where: dict[str, tuple[int, int]] = {}  # symbol -> (user tensor, dim)
         for node, value in zip(placeholders, example_inputs):
+            fake = node.meta.get("example_value")
+            if isinstance(value, torch.Tensor) and _state_name(_source_name(node)) is None:
+                dims = {d: _symbol_of(s) for d, s in enumerate(getattr(fake, "shape", ()))
+                        if _symbol_of(s)}
+                for d, sym in dims.items():
+                    where.setdefault(sym, (len(self.dynamic), d))
+                self.dynamic.append(dims)
+        for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+            if not isinstance(value, torch.Tensor):
+                sym = _symbol_of(node.meta.get("example_value"))
+                if sym not in where:
+                    raise ValueError(f"size input {node.name} ({sym}) is the size of no input "
+                                     f"tensor dim")
+                self.sizes[i] = where[sym]
+                self.slots.append("")
+                continue
             name = _state_name(_source_name(node)) if isinstance(value, torch.Tensor) else None
             if name is not None:
                 base, i = name, 1
@@ -144,22 +186,36 @@ class _Lifted(torch.nn.Module):
             self.slots.append(name)
 
     def user_inputs(self, args: Sequence[Any]) -> list[Any]:
-        """Dynamo's arguments (one per placeholder) -> the user inputs among them."""
+        """Dynamo's arguments (one per placeholder) -> the user tensors among them."""
         return [a for a, s in zip(args, self.slots) if s is None]
+
+    def dynamic_shapes(self) -> tuple[tuple[dict[int, Any], ...]] | None:
+        """``torch.export``'s ``dynamic_shapes`` for the user tensors: a ``Dim`` named after
+        each symbol (min 2, as Dynamo assumes), None when no dim is symbolic."""
+        if not any(self.dynamic):
+            return None
+        dims: dict[str, Any] = {}
+        # forward(*user): one entry, the tuple of the user tensors' specs.
+        return (tuple({d: dims.setdefault(sym, torch.export.Dim(sym, min=2))
+                       for d, sym in spec.items()} for spec in self.dynamic),)
 
     def forward(self, *user: Any) -> Any:
         it = iter(user)
-        return self.gm(*[next(it) if s is None else getattr(self, s) for s in self.slots])
+        args = [next(it) if s is None else (None if s == "" else getattr(self, s))
+                for s in self.slots]
+        for i, (t, d) in self.sizes.items():
+            args[i] = user[t].shape[d]
+        return self.gm(*args)
 
 
 def scope_problem(example_inputs: Sequence[Any]) -> tuple[str, str]:
     """Why a graph on these inputs runs as Dynamo gave it: ``(key, message)``, or
     ``("", "")`` when FACT can compile it (see the module docstring, step 1)."""
     tensors = [x for x in example_inputs if isinstance(x, torch.Tensor)]
-    if any(not isinstance(x, torch.Tensor) for x in example_inputs) or any(
-            isinstance(s, torch.SymInt) for t in tensors for s in (*t.shape, *t.stride())):
-        return ("dynamic", "an input is symbolic (dynamic shapes): FACT graphs have static "
-                "shapes for now (docs/09-backend.md); compile with dynamic=False")
+    others = [x for x in example_inputs if not isinstance(x, (torch.Tensor, int, torch.SymInt))]
+    if others:
+        return ("input", f"an input is a {type(others[0]).__name__}: FACT graphs take tensors "
+                f"and sizes")
     devices = sorted({t.device.type for t in tensors} - set(KERNEL_DEVICE_TYPES))
     if devices:
         return (f"device:{devices[0]}", f"tensors on {', '.join(devices)}: FACT kernels run "
@@ -292,16 +348,25 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     from fact.optimize import OptimizeOptions, compile_artifact, verify
     from fact.precision import resolve_policy
     policy = resolve_policy(opts.precision)
-    lifted = _Lifted(gm, example_inputs)
+    try:
+        lifted = _Lifted(gm, example_inputs)
+    except ValueError as exc:
+        return _as_is(gm, "dynamic", f"dynamic shapes: {exc}")
     user = lifted.user_inputs(example_inputs)
-    program = export_program(lifted, user)
+    # Outside Dynamo's tracing and compile contexts: the guards torch.export makes for a
+    # dynamic dim (on its own frame's locals) must not join the guards of Dynamo's frame.
+    with torch._guards.tracing(None), torch._guards.compile_context(None):
+        program = export_program(lifted, user, lifted.dynamic_shapes())
     writes = _writes(program)
     if writes:
         # Checked before anything runs: verification would run the graph, and its writes,
         # again (e.g. BatchNorm's running statistics in training mode).
         return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
                       f"FACT compiles graphs without side effects (inference)")
-    graph = graph_from_program(program, name="Subgraph")
+    graph = graph_from_program(program, name="Subgraph", buckets=opts.buckets)
+    if opts.bucket_bound is not None:
+        for sym in (graph.get("symbols") or {}).values():
+            sym["bound"] = int(opts.bucket_bound)
     key = _graph_key(graph, policy, opts)
     work = os.path.join(opts.out_dir or os.path.join(opts.cache or cache_root(), "backend"), key)
     artifact = os.path.join(work, "artifact")

@@ -1,4 +1,4 @@
-"""Export an ``nn.Module`` to a FACT graph (JSON, version 1; docs/02-graph-format.md).
+"""Export an ``nn.Module`` to a FACT graph (JSON, version 1, or 2 with symbols; docs/02-graph-format.md).
 
 The graph is what ``torch.export.export(model, inputs)`` gives, *without* decompositions,
 so it keeps ``aten.linear``, ``aten.matmul``, ``aten.softmax``, ``aten.split``, ... which the
@@ -10,9 +10,13 @@ node) are left out. A buffer or constant whose contents fall in a recognised *va
 records it (``"value": "tril"``, see :func:`value_class`), so that rules can rely on what
 it holds (a causal mask) without the graph carrying the tensor.
 
-Only static shapes are supported; anything the format cannot express (symbolic sizes,
-higher-order ops, non-tensor node results, unknown dtypes) raises :class:`ExportError`
-naming the offending node or value.
+A dimension exported as dynamic (``dynamic_shapes`` with ``torch.export.Dim``, or a
+program Dynamo traced with symbolic sizes) stays a symbol: the graph is version 2, with a
+``"symbols"`` object and sizes, strides and size arguments that are monomials in the
+symbols (``"512*B"``; :mod:`fact.symbols`). ``aten.sym_size`` and the integer arithmetic
+on sizes are folded into those expressions. Anything else the format cannot express
+(higher-order ops, non-tensor node results, unknown dtypes, a size that is not a product of
+symbols and integers) raises :class:`ExportError` naming the offending node or value.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ import json
 import math
 import operator
 import os
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import torch
 import torch.fx
 
 from fact.export_regions import RegionError, inline_regions
+from fact.symbols import format_size
 
 __all__ = ["ExportError", "DTYPE_NAMES", "VALUE_CLASSES", "export", "export_program",
            "graph_from_program", "write_graph", "tensor_type", "value_class", "value_types"]
 
 GRAPH_FORMAT = "fact.graph"
 GRAPH_VERSION = 1
+#: The version of a graph with symbols (docs/02, "Symbols"); readers take 1 and 2.
+SYMBOLIC_GRAPH_VERSION = 2
+GRAPH_VERSIONS = (GRAPH_VERSION, SYMBOLIC_GRAPH_VERSION)
 
 #: torch dtypes the graph format can name, mapped to the names it uses.
 DTYPE_NAMES: dict[torch.dtype, str] = {
@@ -67,37 +75,56 @@ class ExportError(RuntimeError):
     """The model cannot be expressed as a FACT graph; the message names what and where."""
 
 
-def export_program(model: torch.nn.Module,
-                   example_inputs: Sequence[Any]) -> torch.export.ExportedProgram:
-    """Run ``torch.export.export(model, tuple(example_inputs))`` (no decompositions).
+def export_program(model: torch.nn.Module, example_inputs: Sequence[Any],
+                   dynamic_shapes: Any = None) -> torch.export.ExportedProgram:
+    """Run ``torch.export.export(model, tuple(example_inputs), dynamic_shapes=...)`` (no
+    decompositions).
 
     Raises:
         ExportError: torch.export itself failed (the original error is chained).
     """
     try:
-        return torch.export.export(model, tuple(example_inputs))
+        return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
     except Exception as exc:  # torch raises many types; report them uniformly
         raise ExportError(f"torch.export.export failed for {type(model).__name__}: "
                           f"{type(exc).__name__}: {exc}") from exc
 
 
-def export(model: torch.nn.Module, example_inputs: Sequence[Any]) -> dict:
+def export(model: torch.nn.Module, example_inputs: Sequence[Any],
+           dynamic_shapes: Sequence[Mapping[int, Any] | None] | None = None,
+           buckets: Mapping[str, Sequence[int]] | None = None) -> dict:
     """Export ``model`` called on ``example_inputs`` as a FACT graph dict.
 
     Args:
         model: any module ``torch.export`` accepts; it may live on CPU, CUDA or meta.
-        example_inputs: positional inputs, in call order (tensors of static shape).
+        example_inputs: positional inputs, in call order (tensors).
+        dynamic_shapes: as ``torch.export.export`` takes it, one entry per input (``{0:
+            torch.export.Dim("B", max=4096)}``); a dim marked so stays a symbol named
+            after its ``Dim``, with the Dim's range and the example's size as the size seen.
+        buckets: symbol name -> bucket upper bounds realization tunes (docs/04,
+            "Buckets"); a symbol left out gets powers of two.
 
     Returns:
-        The graph as a JSON-ready dict (``format``, ``version``, ``name``, ``inputs``,
-        ``params``, ``nodes``, ``outputs``), exactly as docs/02-graph-format.md describes.
+        The graph as a JSON-ready dict (``format``, ``version``, ``name``, [``symbols``,]
+        ``inputs``, ``params``, ``nodes``, ``outputs``), exactly as docs/02 describes.
 
     Raises:
         ExportError: torch.export failed, or the program uses something the format
-            cannot express (symbolic shapes, a higher-order op, a non-tensor result, ...).
+            cannot express (a higher-order op, a non-tensor result, ...), or ``buckets``
+            names a symbol the graph does not have.
     """
-    ep = export_program(model, example_inputs)
-    return graph_from_program(ep, name=type(model).__name__)
+    ep = export_program(model, example_inputs, dynamic_shapes)
+    names: dict[str, str] = {}
+    user = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    for i, spec in enumerate(dynamic_shapes or ()):
+        for dim, d in (spec or {}).items():
+            val = placeholders[user[i]].meta.get("val") if i < len(user) else None
+            size = val.shape[dim] if isinstance(val, torch.Tensor) else None
+            if isinstance(size, torch.SymInt) and size.node.expr.is_Symbol and hasattr(d, "__name__"):
+                names[str(size.node.expr)] = d.__name__
+    return graph_from_program(ep, name=type(model).__name__, symbol_names=names,
+                              buckets=buckets)
 
 
 def write_graph(graph: dict, path: str | os.PathLike) -> None:
@@ -113,6 +140,58 @@ def write_graph(graph: dict, path: str | os.PathLike) -> None:
 
 # --------------------------------------------------------------------------- types
 
+def _finite(bound: Any) -> int | None:
+    """A range bound as an int; None for an infinite one (torch's ``int_oo``)."""
+    try:
+        value = int(bound)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return value if value < 1 << 62 else None
+
+
+class _Symbols:
+    """The symbols met while converting one program: torch's symbol name -> the graph's
+    name (a ``Dim``'s name, else torch's), with its range and hint."""
+
+    def __init__(self, names: Mapping[str, str] | None = None) -> None:
+        self.names = dict(names or {})
+        self.found: dict[str, dict] = {}  # graph name -> {"min", "max", "seen"}
+
+    def size(self, value: Any, what: str) -> int | str:
+        """An int, or a SymInt as its monomial text (``"512*B"``)."""
+        if not isinstance(value, torch.SymInt):
+            return int(value)
+        expr = value.node.expr
+        if expr.is_number:
+            return int(expr)
+        coeff, rest = expr.as_coeff_Mul()
+        powers = rest.as_powers_dict()
+        if not (coeff.is_Integer and int(coeff) >= 1
+                and all(s.is_Symbol and p.is_Integer and int(p) >= 1 for s, p in powers.items())):
+            raise ExportError(f"{what} is {expr}, which is not a product of symbols and "
+                              f"integers (docs/02, \"Symbols\")")
+        factors: dict[str, int] = {}
+        for sym, power in powers.items():
+            factors[self._declare(sym, value, what)] = int(power)
+        return format_size(int(coeff), factors)
+
+    def _declare(self, sym: Any, value: torch.SymInt, what: str) -> str:
+        name = self.names.setdefault(str(sym), str(sym))
+        if name not in self.found:
+            shape_env = value.node.shape_env
+            vr = shape_env.var_to_range.get(sym)
+            hints = getattr(shape_env, "backed_var_to_val", None)  # torch >= 2.11's name
+            hint = (hints if hints is not None else shape_env.var_to_val).get(sym)
+            if hint is None:
+                raise ExportError(f"{what}: symbol {sym} has no example size (unbacked sizes "
+                                  f"are not supported)")
+            self.found[name] = {
+                "min": max(1, int(vr.lower)) if vr is not None else 1,
+                "max": _finite(vr.upper) if vr is not None else None,
+                "seen": [int(hint)], "buckets": None}
+        return name
+
+
 def _static_int(value: Any, what: str) -> int:
     if isinstance(value, torch.SymInt):
         raise ExportError(f"{what} is symbolic ({value}); FACT graphs need static shapes "
@@ -120,12 +199,14 @@ def _static_int(value: Any, what: str) -> int:
     return int(value)
 
 
-def tensor_type(val: Any, where: str) -> dict:
-    """The FACT ``type`` of a tensor: ``{"dtype", "shape", "strides"}`` (strides in elements).
+def tensor_type(val: Any, where: str, symbols: _Symbols | None = None) -> dict:
+    """The FACT ``type`` of a tensor: ``{"dtype", "shape", "strides"}`` (strides in elements;
+    with ``symbols``, a symbolic size or stride is its monomial text).
 
     Raises:
         ExportError: ``val`` is not a tensor, its dtype has no FACT name, or a size or
-            stride is symbolic. ``where`` names the value in the message.
+            stride is symbolic (without ``symbols``) or not a monomial. ``where`` names the
+            value in the message.
     """
     if not isinstance(val, torch.Tensor):
         raise ExportError(f"{where}: expected a tensor, got {type(val).__name__} ({val!r}); "
@@ -135,8 +216,9 @@ def tensor_type(val: Any, where: str) -> dict:
                           f"format (supported: {', '.join(DTYPE_NAMES.values())})")
     if val.layout != torch.strided:
         raise ExportError(f"{where}: layout {val.layout} is not supported (strided only)")
-    shape = [_static_int(s, f"{where}: size {i}") for i, s in enumerate(val.shape)]
-    strides = [_static_int(s, f"{where}: stride {i}") for i, s in enumerate(val.stride())]
+    conv = symbols.size if symbols is not None else _static_int
+    shape = [conv(s, f"{where}: size {i}") for i, s in enumerate(val.shape)]
+    strides = [conv(s, f"{where}: stride {i}") for i, s in enumerate(val.stride())]
     return {"dtype": DTYPE_NAMES[val.dtype], "shape": shape, "strides": strides}
 
 
@@ -199,8 +281,16 @@ def _encode_float(x: float) -> Any:
     return float(x)
 
 
-def _encode_arg(arg: Any, refs: dict[str, str], where: str) -> Any:
-    """Encode one FX argument as a FACT argument value (docs/02, "Argument values")."""
+def _encode_arg(arg: Any, refs: dict[str, str], where: str,
+                symbols: _Symbols | None = None) -> Any:
+    """Encode one FX argument as a FACT argument value (docs/02, "Argument values"); a
+    size computed from symbols is ``{"sym": "4*B"}``."""
+    if symbols is not None and (isinstance(arg, torch.SymInt) or (
+            isinstance(arg, torch.fx.Node) and isinstance(arg.meta.get("val"), torch.SymInt))):
+        size = symbols.size(arg.meta["val"] if isinstance(arg, torch.fx.Node) else arg, where)
+        return {"sym": size} if isinstance(size, str) else size
+    if isinstance(arg, (list, tuple)):
+        return [_encode_arg(a, refs, where, symbols) for a in arg]
     if isinstance(arg, torch.fx.Node):
         if arg.name not in refs:
             raise ExportError(f"{where}: refers to {arg.name}, which is not a tensor value "
@@ -212,8 +302,6 @@ def _encode_arg(arg: Any, refs: dict[str, str], where: str) -> Any:
         return int(arg)
     if isinstance(arg, float):
         return _encode_float(arg)
-    if isinstance(arg, (list, tuple)):
-        return [_encode_arg(a, refs, where) for a in arg]
     if isinstance(arg, torch.dtype):
         if arg not in DTYPE_NAMES:
             raise ExportError(f"{where}: dtype argument {arg} is not supported")
@@ -243,7 +331,7 @@ def _op_name(node: torch.fx.Node) -> str:
     return str(target)  # "aten.linear.default"
 
 
-def _node_outputs(node: torch.fx.Node) -> list[dict]:
+def _node_outputs(node: torch.fx.Node, symbols: _Symbols | None = None) -> list[dict]:
     val = node.meta.get("val")
     where = f"node {node.name} ({node.target})"
     if val is None:
@@ -252,10 +340,23 @@ def _node_outputs(node: torch.fx.Node) -> list[dict]:
         outs = []
         for i, v in enumerate(val):
             name = f"{node.name}.{i}"
-            outs.append({"name": name,
-                         "type": None if v is None else tensor_type(v, f"{where} output {i}")})
+            outs.append({"name": name, "type": None if v is None
+                         else tensor_type(v, f"{where} output {i}", symbols)})
         return outs
-    return [{"name": node.name, "type": tensor_type(val, where)}]
+    return [{"name": node.name, "type": tensor_type(val, where, symbols)}]
+
+
+_SYM_TYPES = (torch.SymInt, torch.SymBool, torch.SymFloat)
+
+
+def _is_size_node(node: torch.fx.Node) -> bool:
+    """A node computing a size or a predicate on sizes (``aten.sym_size.int``,
+    ``operator.mul`` on SymInts, ...), or an assertion on one: folded into expressions."""
+    if isinstance(node.meta.get("val"), _SYM_TYPES):
+        return True
+    return (node.target in (torch.ops.aten._assert_scalar.default,
+                            torch.ops.aten.sym_constrain_range_for_size.default)
+            and any(isinstance(a.meta.get("val"), _SYM_TYPES) for a in node.all_input_nodes))
 
 
 def _fold_getitem(node: torch.fx.Node, refs: dict[str, str]) -> None:
@@ -311,12 +412,19 @@ def _user_output_names(ep: torch.export.ExportedProgram, graph: torch.fx.Graph) 
     return [v for v, k in zip(values, kinds) if k == "USER_OUTPUT"]
 
 
-def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") -> dict:
+def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model",
+                       symbol_names: Mapping[str, str] | None = None,
+                       buckets: Mapping[str, Sequence[int]] | None = None) -> dict:
     """Convert an ``ExportedProgram`` to a FACT graph dict (see :func:`export`).
 
+    ``symbol_names`` renames torch's symbols (``"s77"`` -> ``"B"``); ``buckets`` gives a
+    symbol (by its graph name) its bucket upper bounds.
+
     Raises:
-        ExportError: the program uses something the FACT format cannot express.
+        ExportError: the program uses something the FACT format cannot express, or
+            ``buckets`` names a symbol the graph does not have.
     """
+    symbols = _Symbols(symbol_names)
     lifted, user_names = _lifted_inputs(ep)
     try:
         graph = inline_regions(ep)
@@ -333,7 +441,7 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
             if node.name in lifted:
                 info = lifted[node.name]
                 param = {"name": node.name, "kind": info["kind"], "target": info["target"],
-                         "type": tensor_type(node.meta.get("val"), where)}
+                         "type": tensor_type(node.meta.get("val"), where, symbols)}
                 if info["kind"] in ("buffer", "constant"):
                     cls = value_class(_lifted_value(ep, info["target"]))
                     if cls is not None:
@@ -345,7 +453,7 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
                     raise ExportError(f"{where}: user input of type {type(val).__name__} is "
                                       f"not supported (tensors only)")
                 inputs.append({"name": node.name, "kind": "user_input",
-                               "type": tensor_type(val, where)})
+                               "type": tensor_type(val, where, symbols)})
             else:
                 raise ExportError(f"{where}: placeholder not in the graph signature")
             refs[node.name] = node.name
@@ -355,11 +463,13 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
             if node.target is operator.getitem:
                 _fold_getitem(node, refs)
                 continue
+            if _is_size_node(node):
+                continue  # its value is an expression where it is used
             op = _op_name(node)
             where = f"node {node.name} ({op})"
-            outputs = _node_outputs(node)
-            args = [_encode_arg(a, refs, where) for a in node.args]
-            kwargs = {k: _encode_arg(v, refs, where) for k, v in node.kwargs.items()}
+            outputs = _node_outputs(node, symbols)
+            args = [_encode_arg(a, refs, where, symbols) for a in node.args]
+            kwargs = {k: _encode_arg(v, refs, where, symbols) for k, v in node.kwargs.items()}
             if len(outputs) == 1 and outputs[0]["name"] == node.name:
                 refs[node.name] = node.name
             nodes.append({"name": node.name, "op": op, "args": args, "kwargs": kwargs,
@@ -370,8 +480,17 @@ def graph_from_program(ep: torch.export.ExportedProgram, name: str = "Model") ->
             raise ExportError(f"node {node.name}: FX op {node.op!r} ({node.target}) is not "
                               f"supported")
     outputs = [_encode_output(v, i, refs) for i, v in enumerate(_user_output_names(ep, graph))]
-    return {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name,
-            "inputs": inputs, "params": params, "nodes": nodes, "outputs": outputs}
+    for sym, bounds in (buckets or {}).items():
+        if sym not in symbols.found:
+            raise ExportError(f"buckets for {sym!r}: the graph has no such symbol (it has "
+                              f"{', '.join(symbols.found) or 'none'})")
+        symbols.found[sym]["buckets"] = [int(b) for b in bounds]
+    doc = {"format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": name}
+    if symbols.found:
+        doc["version"] = SYMBOLIC_GRAPH_VERSION
+        doc["symbols"] = symbols.found
+    doc.update(inputs=inputs, params=params, nodes=nodes, outputs=outputs)
+    return doc
 
 
 def value_types(graph: dict) -> dict[str, dict | None]:

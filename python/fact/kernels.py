@@ -26,7 +26,7 @@ from fact.export import DTYPE_NAMES
 from fact.families import Family
 
 __all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "FactKernel", "register_binding",
-           "fact_op", "fact_multi_op", "signature", "state_version", "DTYPE_BY_NAME"]
+           "fact_op", "fact_multi_op", "signature", "state_version", "unaliased", "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -271,14 +271,11 @@ class KernelBinding:
         self.fallbacks += 1
         self.fallback_reasons[reason] = self.fallback_reasons.get(reason, 0) + 1
         self.last_fallback_reason = reason
-        result = self.fallback(inputs)
-        outs = list(result) if self.extra_outputs else [result]
-        seen = {t.untyped_storage().data_ptr() for t in inputs}
-        for i, o in enumerate(outs):
-            if o.untyped_storage().data_ptr() in seen:
-                outs[i] = o = o.clone()
-            seen.add(o.untyped_storage().data_ptr())
-        return outs if self.extra_outputs else outs[0]
+        return unaliased(self.fallback(inputs), inputs, bool(self.extra_outputs))
+
+    def out_shape(self, inputs: Sequence[torch.Tensor]) -> list[int]:
+        """The output's shape (the plan's; the same for every call)."""
+        return self.out_type["shape"]
 
     def _arguments(self, inputs: Sequence[torch.Tensor]
                    ) -> tuple[ctypes.Structure, torch.Tensor, dict[str, torch.Tensor]]:
@@ -337,14 +334,33 @@ class FactKernel(torch.nn.Module):
                 f"inputs {', '.join(b.input_names)}")
 
 
-def new_output(t: dict, family: Family, device: torch.device) -> torch.Tensor:
+def new_output(t: dict, family: Family, device: torch.device,
+               shape: Sequence[Any] | None = None) -> torch.Tensor:
     """An empty tensor of graph type ``t`` on ``device``: contiguous, or with the graph's
     strides ``t["strides"]`` when ``family.graph_strided_output`` (the layout the pattern
-    reading it was planned for)."""
+    reading it was planned for). ``shape`` is this call's shape when the type's is symbolic
+    (a bucketed pattern's, :meth:`fact.buckets.BucketedBinding.out_shape`); strides that
+    are not numbers then give way to a contiguous tensor."""
     dtype = DTYPE_BY_NAME[t["dtype"]]
-    if family.graph_strided_output and t.get("strides") is not None:
-        return torch.empty_strided(t["shape"], t["strides"], dtype=dtype, device=device)
-    return torch.empty(t["shape"], dtype=dtype, device=device)
+    strides = t.get("strides")
+    if shape is None:
+        shape = t["shape"]
+    if (family.graph_strided_output and strides is not None
+            and all(isinstance(s, int) for s in strides)):
+        return torch.empty_strided(shape, strides, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
+
+
+def unaliased(result: Any, inputs: Sequence[torch.Tensor], multi: bool) -> Any:
+    """ATen nodes' ``result`` (a tensor, or with ``multi`` a list of them) as a custom op may
+    return it: an output that shares storage with an input or an earlier output is cloned."""
+    outs = list(result) if multi else [result]
+    seen = {t.untyped_storage().data_ptr() for t in inputs}
+    for i, o in enumerate(outs):
+        if o.untyped_storage().data_ptr() in seen:
+            outs[i] = o = o.clone()
+        seen.add(o.untyped_storage().data_ptr())
+    return outs if multi else outs[0]
 
 
 # ------------------------------------------------------------ custom op registry
@@ -381,7 +397,7 @@ def fact_op(pattern_id: str) -> Callable:
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
             b = _bindings[handle]
-            return new_output(b.out_type, b.family, inputs[0].device)
+            return new_output(b.out_type, b.family, inputs[0].device, b.out_shape(inputs))
 
         _ops[pattern_id] = _op
         return _op

@@ -13,7 +13,11 @@ kernel calls that replace its patterns, written as one ``torch.fx.GraphModule``.
   once at load, :meth:`ModuleBuilder.load_time_tensor`);
 - a pattern node whose value is read outside its kernel stays an ATen call (with the pattern
   nodes it reads); the others are gone;
-- parameters, buffers and load-time tensors are placeholders after the graph's inputs.
+- parameters, buffers and load-time tensors are placeholders after the graph's inputs;
+- in a graph with symbols (docs/02, "Symbols"), a size argument ``{"sym": "4*B"}`` is
+  computed per call: each symbol is read once from the input dim it is the size of
+  (``x.size(0)``, divided by the dim's coefficient) and multiplied out, so the module runs
+  every size of the symbol's range, and traces as symbolic under ``torch.compile``.
 
 Calls are emitted in the graph's order, each kernel call at its output node, except where a
 value it needs is not made yet (then as soon as it is: the result is a topological order of
@@ -33,9 +37,11 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.fx
 
+from fact.symbols import parse_size, symbol_sources
+
 __all__ = ["GenerationError", "KernelSite", "ModuleBuilder", "generate", "generate_nodes",
-           "resolve_op", "decode_arg", "refs_of", "Ref", "node_inputs", "default_emit",
-           "drop_identities"]
+           "resolve_op", "decode_arg", "refs_of", "Ref", "Sym", "node_inputs", "default_emit",
+           "drop_identities", "symbol_dims"]
 
 
 class GenerationError(ValueError):
@@ -53,6 +59,29 @@ class Ref:
 
     def __repr__(self) -> str:
         return f"%{self.name}"
+
+
+class Sym:
+    """A size argument of a graph with symbols (``{"sym": "4*B"}``), computed per call."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: str) -> None:
+        self.size = size
+
+    def __repr__(self) -> str:
+        return f"sym({self.size})"
+
+
+def symbol_dims(values: Sequence[tuple[str, Mapping | None]], symbols: Any = None
+                ) -> dict[str, tuple[str, int, int]]:
+    """Where each symbol's value is read per call: symbol -> ``(value name, dim,
+    coefficient)`` for the first of ``values`` (name, graph type) with a dim of size
+    ``coefficient * symbol`` (:func:`fact.symbols.symbol_sources`); ``symbols`` limits the
+    names taken as symbols."""
+    names = [n for n, _ in values]
+    found = symbol_sources(names, [t for _, t in values], symbols)
+    return {s: (names[i], d, c) for s, (i, d, c) in found.items()}
 
 
 def resolve_op(name: str) -> Callable:
@@ -82,6 +111,8 @@ def decode_arg(arg: Any) -> Any:
     if isinstance(arg, dict):
         if "ref" in arg:
             return Ref(arg["ref"])
+        if "sym" in arg:
+            return Sym(arg["sym"])
         if "float" in arg:
             return float(arg["float"])
         if "dtype" in arg:
@@ -211,13 +242,21 @@ class ModuleBuilder:
         modules: attribute -> module the graph calls (kernel modules).
         load_time: placeholder name -> (function, source value names) of the tensors made
             once at load (:meth:`load_time_tensor`).
+
+    Args:
+        placeholders: the module's inputs, in order.
+        symbols: symbol -> (placeholder, dim, coefficient) it is read from (:func:`symbol_dims`),
+            for a graph with symbols.
     """
 
-    def __init__(self, placeholders: Sequence[str]) -> None:
+    def __init__(self, placeholders: Sequence[str],
+                 symbols: Mapping[str, tuple[str, int, int]] | None = None) -> None:
         self.graph = torch.fx.Graph()
         self.modules: dict[str, torch.nn.Module] = {}
         self.load_time: dict[str, tuple[Callable[..., torch.Tensor], list[str]]] = {}
         self._values: dict[str, torch.fx.Node] = {}
+        self._symbols = dict(symbols or {})
+        self._sizes: dict[str, Any] = {}  # size text -> its FX node, made once
         self._placeholder_tail: torch.fx.Node | None = None
         for name in placeholders:
             self._add_placeholder(name)
@@ -258,9 +297,38 @@ class ModuleBuilder:
             raise GenerationError(f"value {name} is made twice")
         self._values[name] = node
 
+    def size_value(self, size: str) -> Any:
+        """The FX node of symbolic size ``size`` (``"4*B"``) in this call: each symbol read
+        once from its input dim, then multiplied out; made once per size text.
+
+        Raises:
+            GenerationError: not a monomial, or a symbol no input dim gives.
+        """
+        if size in self._sizes:
+            return self._sizes[size]
+        parsed = parse_size(size)
+        if parsed is None:
+            raise GenerationError(f"size {size!r} is not a product of integers and symbols")
+        coeff, powers = parsed
+        out: Any = coeff if coeff != 1 else None
+        for sym in sorted(powers):
+            if sym not in self._sizes:
+                if sym not in self._symbols:
+                    raise GenerationError(f"size {size!r}: symbol {sym} is the size of no input dim")
+                name, dim, c = self._symbols[sym]
+                node = self.graph.call_method("size", (self.value(name), dim))
+                self._sizes[sym] = node if c == 1 else self.call_function(operator.floordiv, (node, c))
+            for _ in range(powers[sym]):
+                v = self._sizes[sym]
+                out = v if out is None else self.call_function(operator.mul, (out, v))
+        self._sizes[size] = out
+        return out
+
     def _arg(self, arg: Any) -> Any:
         if isinstance(arg, Ref):
             return self.value(arg.name)
+        if isinstance(arg, Sym):
+            return self.size_value(arg.size)
         if isinstance(arg, list):
             return [self._arg(a) for a in arg]
         return arg
@@ -446,21 +514,26 @@ def generate(graph: Mapping, sites: Sequence[KernelSite],
             continue
         makes = [o for o in _outputs(n) if o not in made_by_kernel]
         items.append(_Item(position[name], node_inputs(n), makes, node=n))
-    builder = ModuleBuilder([i["name"] for i in graph["inputs"]] + list(tensor_names))
+    symbols = symbol_dims([(i["name"], i.get("type")) for i in graph["inputs"]],
+                          set(graph.get("symbols") or ())) if graph.get("symbols") else {}
+    builder = ModuleBuilder([i["name"] for i in graph["inputs"]] + list(tensor_names), symbols)
     aten = _place(builder, items)
     module = builder.finish([decode_arg(o) for o in graph["outputs"]])
     return module, aten, builder.load_time
 
 
 def generate_nodes(nodes: Sequence[Mapping], input_names: Sequence[str],
-                   outputs: Sequence[str]) -> torch.fx.GraphModule:
+                   outputs: Sequence[str],
+                   types: Mapping[str, Mapping | None] | None = None) -> torch.fx.GraphModule:
     """A GraphModule running graph ``nodes`` (in their order) on ``input_names`` and returning
     ``outputs`` (one tensor, or a list when there are several): a kernel's ATen fallback.
+    ``types`` (value -> graph type) gives the symbols' input dims of a graph with symbols.
 
     Raises:
         GenerationError: a node reads a value that is neither an input nor made before it.
     """
-    builder = ModuleBuilder(list(input_names))
+    symbols = symbol_dims([(n, (types or {}).get(n)) for n in input_names])
+    builder = ModuleBuilder(list(input_names), symbols)
     for n in nodes:
         builder.aten_node(n)
     outs = [builder.value(o) for o in outputs]

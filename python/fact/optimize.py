@@ -111,9 +111,12 @@ def _device_type(inputs: Sequence[Any], model: torch.nn.Module) -> str:
 
 
 def _compiled_count(realized: dict, cached_only: bool = False) -> int:
-    return sum(1 for p in realized.get("patterns", []) for c in p.get("candidates", [])
-               if c.get("impl") == "cutlass" and c.get("status") in ("built", "ok")
-               and (not cached_only or c.get("cached")))
+    # A symbolic pattern's candidates are its buckets' (docs/04, "Buckets"): each kernel
+    # name once, since buckets share kernels.
+    entries = [e for p in realized.get("patterns", []) for e in (p.get("buckets") or [p])]
+    return len({c.get("kernel") for e in entries for c in e.get("candidates", [])
+                if c.get("impl") == "cutlass" and c.get("status") in ("built", "ok")
+                and (not cached_only or c.get("cached"))})
 
 
 def uninformative_reason(ref: Any) -> str:

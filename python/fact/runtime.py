@@ -15,6 +15,10 @@ is :meth:`FactModule.source`, written into the artifact as ``module.py``):
   :mod:`fact.families.attention`: fused attention, whose causal masks proven from a
   registered buffer are re-checked at load, :meth:`FactModule.check_causal_buffers`);
   operands that do not fit run the pattern's ATen nodes (a generated module of its own);
+  an entry with ``"buckets"`` (symbolic sizes) calls a :class:`fact.buckets.BucketedBinding`,
+  which picks the bucket of each call's size;
+- in a graph with symbols (docs/02, version 2), size arguments are computed per call from
+  the inputs' dims (:class:`fact.module_gen.ModuleBuilder`);
 - a pattern with ``impl: "vendor"`` runs its ATen ops (the vendor library does the work);
   when its GEMM's elementwise tail runs as one generated kernel after it, the entry's
   ``"tail"`` is a manifest pattern of its own (``impl: "cutlass"``, id ``<id>_tail``) that
@@ -36,7 +40,9 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from fact import module_gen
+from fact.buckets import BucketedBinding
 from fact.cuda_graph import GraphReplay, replay_blocker
+from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
 from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
 from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
@@ -93,7 +99,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 def _read_json(path: str, fmt: str) -> dict:
-    """Reads an artifact file (manifest.json, graph.json) of format ``fmt``, version 1.
+    """Reads an artifact file (manifest.json, graph.json) of format ``fmt``, version 1
+    (graph.json: 1, or 2 with symbols).
 
     Raises:
         ArtifactError: the file is missing, is not JSON, holds a key twice in one object, is
@@ -108,8 +115,10 @@ def _read_json(path: str, fmt: str) -> dict:
         raise ArtifactError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise ArtifactError(f"{path}: expected a JSON object of format {fmt}, found {type(doc).__name__}")
-    if doc.get("format") != fmt or doc.get("version") != 1:
-        raise ArtifactError(f"{path}: expected format {fmt} version 1, found "
+    versions = GRAPH_VERSIONS if fmt == "fact.graph" else (1,)
+    if doc.get("format") != fmt or doc.get("version") not in versions:
+        raise ArtifactError(f"{path}: expected format {fmt} version "
+                            f"{' or '.join(map(str, versions))}, found "
                             f"{doc.get('format')} version {doc.get('version')}")
     return doc
 
@@ -177,7 +186,8 @@ class FactModule(torch.nn.Module):
 
     Attributes:
         graph: the graph dict. manifest: the manifest dict (or ``None``).
-        bindings: pattern id -> :class:`KernelBinding` for cutlass patterns.
+        bindings: pattern id -> :class:`KernelBinding` for cutlass patterns (a
+            :class:`fact.buckets.BucketedBinding` for one with buckets).
         dropped_nodes: graph nodes left out (the manifest's ``"dropped"``:
             :func:`fact.module_gen.drop_identities`).
         generated: the generated ``torch.fx.GraphModule``.
@@ -196,13 +206,18 @@ class FactModule(torch.nn.Module):
         #: The artifact directory it was loaded from (:func:`load`), what :meth:`save` copies.
         self.artifact_dir: str | None = None
         self.input_names = [i["name"] for i in graph["inputs"]]
+        symbols = set(graph.get("symbols") or ())
+        missing = symbols - set(module_gen.symbol_dims(
+            [(i["name"], i["type"]) for i in graph["inputs"]], symbols))
+        if missing:
+            raise ArtifactError(f"symbols {sorted(missing)} are the size of no input dim")
         self._param_names = [p["name"] for p in graph["params"]]
         for name, t in params.items():
             if isinstance(t, torch.nn.Parameter):
                 self.register_parameter(name, t)
             else:
                 self.register_buffer(name, t, persistent=False)
-        self.bindings: dict[str, KernelBinding] = {}
+        self.bindings: dict[str, KernelBinding | BucketedBinding] = {}
         # Pattern id -> the buffers its kernel's family proved it from (e.g. a causal
         # mask's tril buffer), re-checked below.
         self._proven_buffers: dict[str, list[str]] = {}
@@ -259,7 +274,7 @@ class FactModule(torch.nn.Module):
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[dict], types: Mapping[str, dict | None],
-                 library: KernelLibrary) -> KernelBinding:
+                 library: KernelLibrary) -> KernelBinding | BucketedBinding:
         try:
             family = family_of(pat)
             family.check_pattern(pat, types)
@@ -280,28 +295,32 @@ class FactModule(torch.nn.Module):
                     input_names.append(r)
         output = pat["output"]
         extra = dict(pat.get("extra_outputs") or {})  # role -> value the kernel also writes
-        out_type = types.get(output)
-        if out_type is None:
+        if types.get(output) is None:
             raise ArtifactError(f"pattern {pat['id']}: output {output} has no tensor type")
-        extra_types: dict[str, dict] = {}
         for role, value in extra.items():
             if value not in produced or types.get(value) is None:
                 raise ArtifactError(f"pattern {pat['id']}: extra output {role} = {value} is not "
                                     f"a tensor its nodes produce")
-            extra_types[role] = types[value]
         try:  # the pattern's ATen nodes, generated like the module
-            aten = generate_nodes(members, input_names, [output, *extra.values()])
+            aten = generate_nodes(members, input_names, [output, *extra.values()], types)
         except GenerationError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
         def fallback(inputs: Sequence[torch.Tensor]) -> Any:
             return aten(*inputs)
 
-        expected = {n: types[n] for n in input_names if types.get(n) is not None}
-        functions = library.kernel(pat["symbol"], family.args_type)
-        try:  # the family's call is made with the binding (e.g. a fused tail's inputs placed)
-            return KernelBinding(pat, functions, input_names, expected, out_type, fallback,
-                                 family, extra_types)
+        def make(entry: dict, types: Mapping[str, dict | None]) -> KernelBinding:
+            expected = {n: types[n] for n in input_names if types.get(n) is not None}
+            extra_t = {role: types[value] for role, value in extra.items()}
+            functions = library.kernel(entry["symbol"], family.args_type)
+            # The family's call is made with the binding (e.g. a fused tail's inputs placed).
+            return KernelBinding(entry, functions, input_names, expected, types[output],
+                                 fallback, family, extra_t)
+
+        try:
+            if pat.get("buckets"):  # symbolic sizes: one binding per size, by bucket
+                return BucketedBinding(pat, input_names, types, make, fallback, family)
+            return make(pat, types)
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 

@@ -6,6 +6,7 @@
 #include "base/file_io.h"
 #include "discover/canonical/canonical.h"
 #include "discover/plan.h"
+#include "discover/symbolic_plan.h"
 #include "graph/io.h"
 
 namespace fact::cli {
@@ -28,8 +29,12 @@ void add_discover_command(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([opt] {
     const discover::Precision policy = discover::precision_from_name(opt->policy);
-    const graph::Graph g = graph::load_graph(opt->graph);
-    const discover::Plan plan = discover::make_plan(g, discover::builtin_rules(), policy);
+    // A graph with symbols is planned at its sample points (discover/symbolic_plan.h);
+    // --canonical shows the graph at the symbols' hints.
+    const auto symbolic = graph::load_symbolic_graph(opt->graph);
+    const graph::Graph g = symbolic ? graph::specialize(*symbolic, symbolic->hints()) : graph::load_graph(opt->graph);
+    const discover::Plan plan = symbolic ? discover::make_symbolic_plan(*symbolic, discover::builtin_rules(), policy)
+                                         : discover::make_plan(g, discover::builtin_rules(), policy);
     if (!opt->output.empty()) write_file(opt->output, discover::plan_to_json_string(plan));
     if (opt->canonical) std::cout << discover::canonical_to_text(discover::canonicalize(g));
     else if (opt->text) std::cout << discover::plan_to_text(plan);

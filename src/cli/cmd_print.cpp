@@ -1,7 +1,8 @@
-// `factc print FILE [--json]`: a graph (JSON or text) printed as canonical text, or as
+// `factc print FILE [--json] [--at B=8]`: a graph (JSON or text) printed as canonical text, or as
 // JSON with --json. docs/02-graph-format.md.
 #include <iostream>
 
+#include "base/error.h"
 #include "cli/commands.h"
 #include "graph/io.h"
 #include "graph/json.h"
@@ -16,9 +17,19 @@ void add_print_command(CLI::App& app) {
   cmd->add_option("graph", *path, "graph file: JSON (docs/02) or canonical text")
       ->required()
       ->check(CLI::ExistingFile);
+  auto at = std::make_shared<std::string>();
   cmd->add_flag("--json", *as_json, "print JSON instead of text");
-  cmd->callback([path, as_json] {
-    graph::Graph g = graph::load_graph(*path);
+  cmd->add_option("--at", *at, "a graph with symbols (version 2) specialized at NAME=SIZE[,NAME=SIZE...]");
+  cmd->callback([path, as_json, at] {
+    const auto symbolic = graph::load_symbolic_graph(*path);
+    if (symbolic && at->empty()) {
+      std::string names;
+      for (const auto& s : symbolic->symbols) names += (names.empty() ? "" : ", ") + s.name;
+      throw Error(*path + " has symbolic sizes (" + names + "); the text form is static: pass --at " +
+                  symbolic->symbols.front().name + "=" + std::to_string(symbolic->symbols.front().hint()));
+    }
+    if (!symbolic && !at->empty()) throw Error(*path + " has no symbols; --at specializes a graph that has");
+    graph::Graph g = symbolic ? graph::specialize(*symbolic, graph::parse_symbol_values(*at)) : graph::load_graph(*path);
     std::cout << (*as_json ? graph::graph_to_json_string(g) : graph::print_text(g));
   });
 }

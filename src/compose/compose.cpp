@@ -34,6 +34,90 @@ json find_candidate(const json& pattern, const std::string& kernel) {
 
 namespace {
 void compose(const ComposeOptions& opt);
+
+// One pattern's manifest entry from its plan pattern and realized entry `r`: its winner's
+// kernel, or the vendor path. A FACT winner's object is added to `objects` once.
+json compose_entry(const std::string& id, const json& pat, const json& r, const families::Family& family,
+                   std::vector<fs::path>& objects, std::set<std::string>& seen_objects) {
+  const std::string abi(family.name());
+  json m{{"id", id}, {"rule", pat.value("rule", "")}, {"abi", abi}, {"nodes", pat.at("nodes")},
+         {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
+         {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
+  // The fastest vendor candidate's time is the "before" of the report.
+  for (const auto& c : r.value("candidates", json::array())) {
+    if (c.value("impl", "") != "vendor" || c.value("status", "") != "ok") continue;
+    if (!m.contains("vendor_ms") || c.at("median_ms").get<double>() < m["vendor_ms"].get<double>()) {
+      m["vendor_ms"] = c.at("median_ms");
+    }
+  }
+  if (!r.at("winner").is_null()) {
+    const json w = find_candidate(r, r.at("winner"));
+    if (w.is_null() || w.value("status", "") != "ok") {
+      throw Error("realized.json's winner for pattern " + id + " is not a verified candidate");
+    }
+    m["kernel"] = w.at("kernel");
+    m["impl"] = w.at("impl");
+    m["verified"] = true;
+    m["max_rel_err"] = w.value("max_rel_err", json());  // null for a timed-only vendor bound
+    m["time_ms"] = w.at("median_ms");
+    if (w.at("impl") == "cutlass") {
+      // What the runtime binds, checked and completed by the family (symbol, fused tail).
+      family.compose_winner(id, pat, r, w, m);
+      m["workspace_bytes"] = w.value("workspace_bytes", 0);
+      if (w.contains("runtime")) m["runtime"] = w.at("runtime");
+      // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
+      if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
+      if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
+    } else if (w.contains("companion")) {
+      // A vendor winner that runs a generated kernel besides the library (a GEMM's tail
+      // kernel): the family records how the runtime calls it, and it is linked.
+      family.compose_winner(id, pat, r, w, m);
+      const json& object = w.at("companion").at("object");
+      if (seen_objects.insert(object).second) objects.emplace_back(object.get<std::string>());
+    }
+  } else {
+    m["verified"] = false;
+    m["note"] = "no candidate passed verification: the pattern stays ATen";
+  }
+  return m;
+}
+
+// A symbolic pattern's entry (docs/05, "Buckets"): the plan's symbolic problem, its symbol,
+// and per bucket {"lo", "hi", "problem", "impl", "kernel", "symbol", ...} as compose_entry
+// gives them for the bucket's static problem, in increasing order. The entry's "impl" is
+// "cutlass" when some bucket runs a FACT kernel.
+json compose_buckets(const std::string& id, const json& pat, const json& r, const families::Family& family,
+                     std::vector<fs::path>& objects, std::set<std::string>& seen_objects) {
+  json m{{"id", id}, {"rule", pat.value("rule", "")}, {"abi", std::string(family.name())}, {"nodes", pat.at("nodes")},
+         {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
+         {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"size_symbol", r.at("symbol")},
+         {"workspace_bytes", 0}, {"buckets", json::array()}};
+  // Every bucket replaces the same nodes: when one bucket's kernel fuses the tail, the
+  // pattern spans it, and a bucket whose kernel does not runs the vendor path (its ATen ops).
+  std::vector<json> entries;
+  for (const auto& b : r.at("buckets")) {
+    json bp = pat;
+    bp["problem"] = b.at("problem");
+    entries.push_back(compose_entry(id, bp, b, family, objects, seen_objects));
+    if (entries.back().value("fused", false)) {
+      for (const char* k : {"nodes", "output", "epilogue", "fused"}) m[k] = entries.back().at(k);
+    }
+  }
+  const bool fused = m.value("fused", false);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    json& e = entries[i];
+    if (fused && e.value("impl", "") == "cutlass" && !e.value("fused", false)) {
+      e["impl"] = "vendor";
+      e["note"] = "its kernel does not fuse the tail another bucket's kernel fuses: this bucket runs the ATen ops";
+    }
+    for (const char* k : {"id", "rule", "abi", "nodes", "output", "operands", "epilogue", "fused"}) e.erase(k);
+    json bucket{{"lo", r.at("buckets")[i].at("lo")}, {"hi", r.at("buckets")[i].at("hi")}};
+    bucket.update(e);
+    if (bucket.value("impl", "") == "cutlass") m["impl"] = "cutlass";
+    m["buckets"].push_back(std::move(bucket));
+  }
+  return m;
+}
 }  // namespace
 
 void run_compose(const ComposeOptions& opt) {
@@ -52,8 +136,8 @@ void compose(const ComposeOptions& opt) {
   const json realized = parse_json_document<json>(read_file(opt.realized), opt.realized.string());
   if (plan.value("format", "") != "fact.plan") throw Error(opt.plan.string() + " is not a FACT plan");
   if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
-  if (realized.value("version", 0) != 1 || plan.value("version", 0) != 1) {
-    throw Error("compose reads plan and realized.json version 1");
+  if (realized.value("version", 0) != 1 || (plan.value("version", 0) != 1 && plan.value("version", 0) != 2)) {
+    throw Error("compose reads plans of version 1 and 2 and realized.json version 1");
   }
   if (plan.contains("precision") && plan.at("precision") != realized.at("policy")) {
     throw Error("realized.json was made under policy " + realized.at("policy").dump() +
@@ -84,46 +168,8 @@ void compose(const ComposeOptions& opt) {
       throw Error("plan pattern " + id + ": rule " + pat.value("rule", json()).dump() + " with a problem of kind " +
                   pat.at("problem").value("kind", json()).dump());
     }
-    const std::string abi(family->name());
-    json m{{"id", id}, {"rule", pat.value("rule", "")}, {"abi", abi}, {"nodes", pat.at("nodes")},
-           {"output", pat.at("output")}, {"operands", pat.at("operands")}, {"problem", pat.at("problem")},
-           {"impl", "vendor"}, {"kernel", nullptr}, {"symbol", nullptr}, {"workspace_bytes", 0}};
-    // The fastest vendor candidate's time is the "before" of the report.
-    for (const auto& c : r.value("candidates", json::array())) {
-      if (c.value("impl", "") != "vendor" || c.value("status", "") != "ok") continue;
-      if (!m.contains("vendor_ms") || c.at("median_ms").get<double>() < m["vendor_ms"].get<double>()) {
-        m["vendor_ms"] = c.at("median_ms");
-      }
-    }
-    if (!r.at("winner").is_null()) {
-      const json w = find_candidate(r, r.at("winner"));
-      if (w.is_null() || w.value("status", "") != "ok") {
-        throw Error("realized.json's winner for pattern " + id + " is not a verified candidate");
-      }
-      m["kernel"] = w.at("kernel");
-      m["impl"] = w.at("impl");
-      m["verified"] = true;
-      m["max_rel_err"] = w.value("max_rel_err", json());  // null for a timed-only vendor bound
-      m["time_ms"] = w.at("median_ms");
-      if (w.at("impl") == "cutlass") {
-        // What the runtime binds, checked and completed by the family (symbol, fused tail).
-        family->compose_winner(id, pat, r, w, m);
-        m["workspace_bytes"] = w.value("workspace_bytes", 0);
-        if (w.contains("runtime")) m["runtime"] = w.at("runtime");
-        // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
-        if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
-        if (seen_objects.insert(w.at("object")).second) objects.emplace_back(w.at("object").get<std::string>());
-      } else if (w.contains("companion")) {
-        // A vendor winner that runs a generated kernel besides the library (a GEMM's tail
-        // kernel): the family records how the runtime calls it, and it is linked.
-        family->compose_winner(id, pat, r, w, m);
-        const json& object = w.at("companion").at("object");
-        if (seen_objects.insert(object).second) objects.emplace_back(object.get<std::string>());
-      }
-    } else {
-      m["verified"] = false;
-      m["note"] = "no candidate passed verification: the pattern stays ATen";
-    }
+    json m = r.contains("buckets") ? compose_buckets(id, pat, r, *family, objects, seen_objects)
+                                   : compose_entry(id, pat, r, *family, objects, seen_objects);
     patterns.push_back(m);
   }
   manifest["patterns"] = patterns;

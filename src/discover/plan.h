@@ -12,6 +12,7 @@
 #include "families/gemm/epilogue/epilogue.h"
 #include "discover/registry.h"
 #include "graph/graph.h"
+#include "graph/symbolic.h"
 
 namespace fact::discover {
 
@@ -53,6 +54,9 @@ struct FallbackNode {
 struct Plan {
   std::string graph;
   Precision precision = Precision::tf32;
+  /// The graph's symbols (make_symbolic_plan): problem sizes may then be monomials in
+  /// them ("m": "512*B"), and the plan is written as version 2. Empty for a static graph.
+  std::vector<graph::Symbol> symbols;
   std::vector<Pattern> patterns;  // priority order
   std::vector<RejectedNode> rejected;  // graph order
   std::vector<FallbackNode> fallback;  // graph order

@@ -42,13 +42,15 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
     fallback.push_back(json{{"node", f.node}, {"op", f.op}, {"reason", f.reason}});
     if (f.same_as) fallback.back()["same_as"] = *f.same_as;
   }
-  return json{{"format", "fact.plan"},
-              {"version", kPlanFormatVersion},
-              {"graph", plan.graph},
-              {"precision", precision_name(plan.precision)},
-              {"patterns", std::move(patterns)},
-              {"rejected", std::move(rejected)},
-              {"fallback", std::move(fallback)}};
+  json out{{"format", "fact.plan"},
+           {"version", plan.symbols.empty() ? kPlanFormatVersion : kSymbolicPlanFormatVersion},
+           {"graph", plan.graph},
+           {"precision", precision_name(plan.precision)}};
+  if (!plan.symbols.empty()) out["symbols"] = graph::symbols_to_json(plan.symbols);
+  out["patterns"] = std::move(patterns);
+  out["rejected"] = std::move(rejected);
+  out["fallback"] = std::move(fallback);
+  return out;
 }
 
 std::string plan_to_json_string(const Plan& plan) { return pretty_json(plan_to_json(plan)); }

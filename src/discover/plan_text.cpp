@@ -39,6 +39,14 @@ std::string format_field(const nlohmann::ordered_json& v) {
 
 std::string plan_to_text(const Plan& plan) {
   std::string out = fmt::format("plan {} precision={}\n", plan.graph, precision_name(plan.precision));
+  for (const graph::Symbol& s : plan.symbols) {
+    std::string seen, buckets;
+    for (size_t i = 0; i < s.seen.size(); ++i) seen += (i ? ", " : "") + std::to_string(s.seen[i]);
+    for (size_t i = 0; i < s.buckets.size(); ++i) buckets += (i ? ", " : "") + std::to_string(s.buckets[i]);
+    out += fmt::format("symbol {} range=[{}, {}] seen=[{}]{}{}\n", s.name, s.min, s.max ? std::to_string(*s.max) : "inf",
+                       seen, s.buckets.empty() ? "" : " buckets=[" + buckets + "]",
+                       s.bound ? " bound=" + std::to_string(*s.bound) : "");
+  }
   for (const Pattern& p : plan.patterns) {
     std::string nodes, operands;
     for (size_t i = 0; i < p.nodes.size(); ++i) nodes += (i ? ", " : "") + p.nodes[i];

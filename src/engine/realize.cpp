@@ -12,7 +12,9 @@
 #include "base/error.h"
 #include "base/file_io.h"
 #include "base/json_format.h"
+#include "base/version.h"
 #include "engine/build.h"
+#include "engine/buckets.h"
 #include "engine/gpu_context.h"
 #include "engine/tuning_records.h"
 #include "families/family.h"
@@ -34,7 +36,9 @@ struct PatternWork {
   std::string invalid;  // non-empty: the plan's problem could not be read
   const families::Family* family = nullptr;
   std::unique_ptr<families::PatternRealization> realization;  // null when invalid
-  json out;             // the pattern's realized.json entry
+  json out;             // the pattern's realized.json entry (a bucket's, for a bucket)
+  std::string symbol;   // a bucket of a symbolic pattern: its symbol, and sizes lo..hi
+  Bucket bucket;
   const std::vector<std::string>& kernels() const {
     static const std::vector<std::string> none;
     return realization ? realization->kernels : none;
@@ -57,12 +61,43 @@ void check_plan(const json& plan, const std::string& source) {
   if (plan.is_discarded() || !plan.is_object() || plan.value("format", "") != "fact.plan") {
     throw Error(source + " is not a FACT plan (format \"fact.plan\")");
   }
-  if (plan.value("version", 0) != 1) {
-    throw Error(source + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1)");
+  const int version = plan.value("version", 0);
+  if (version != kPlanFormatVersion && version != kSymbolicPlanFormatVersion) {
+    throw Error(source + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1 and 2)");
   }
   if (!plan.contains("patterns") || !plan.at("patterns").is_array()) {
     throw Error(source + ": missing \"patterns\" list");
   }
+}
+
+// A plan pattern as realization takes it: itself (static), or one copy per bucket of its
+// symbol with the problem at the bucket's upper size. A problem over two symbols or more is
+// marked "unbucketed" with why (buckets are over one symbol): it stays ATen.
+struct BucketPattern {
+  json pattern;
+  std::string symbol;
+  Bucket bucket;
+};
+std::vector<BucketPattern> bucket_patterns(const json& pat, const std::string& id,
+                                           const std::vector<graph::Symbol>& symbols) {
+  const json problem = pat.value("problem", json());
+  const std::vector<std::string> named = problem_symbols(problem, symbols);
+  if (named.empty()) return {{pat, "", {}}};
+  if (named.size() > 1) {
+    json p = pat;
+    p["unbucketed"] = fmt::format("its problem depends on {} and {}: buckets are over one symbol", named[0], named[1]);
+    return {{p, "", {}}};
+  }
+  const graph::Symbol& s = *std::find_if(symbols.begin(), symbols.end(), [&](const auto& d) { return d.name == named[0]; });
+  std::vector<BucketPattern> out;
+  for (const Bucket& b : buckets_of(s)) {
+    json p = pat;
+    p["problem"] = specialize_problem(problem, symbols, {{s.name, b.hi}});
+    out.push_back({std::move(p), s.name, b});
+  }
+  std::fprintf(stderr, "realize %s: %zu buckets of %s up to %lld\n", id.c_str(), out.size(), s.name.c_str(),
+               static_cast<long long>(out.back().bucket.hi));
+  return out;
 }
 
 // Step 1 of realization: the candidates of every pattern, from its family's tuning space,
@@ -72,21 +107,29 @@ std::vector<PatternWork> plan_patterns(const json& plan, const std::string& sour
                                        std::map<std::string, BuildRequest>& requests) {
   const families::PlanContext ctx{policy, tune_budget, &gpu, gpu ? gpu->sm_count : 132};  // H200 without a GPU
   std::vector<PatternWork> work;
-  for (const auto& pat : plan.at("patterns")) {
-    if (!pat.is_object()) {
-      throw Error(source + ": pattern #" + std::to_string(work.size()) + " is not an object");
+  const std::vector<graph::Symbol> symbols = plan_symbols(plan);
+  size_t index = 0;
+  for (const auto& given : plan.at("patterns")) {
+    if (!given.is_object()) {
+      throw Error(source + ": pattern #" + std::to_string(index) + " is not an object");
     }
     for (const char* f : {"id", "rule"}) {
-      if (pat.contains(f) && !pat.at(f).is_string()) {
-        throw Error(source + ": pattern #" + std::to_string(work.size()) + ": \"" + f +
-                    "\" must be a string, got " + pat.at(f).dump());
+      if (given.contains(f) && !given.at(f).is_string()) {
+        throw Error(source + ": pattern #" + std::to_string(index) + ": \"" + f +
+                    "\" must be a string, got " + given.at(f).dump());
       }
     }
+    const std::string id = given.value("id", std::string("p") + std::to_string(index++));
+    for (auto& [pat, sym, bucket] : bucket_patterns(given, id, symbols)) {
     PatternWork w;
-    w.id = pat.value("id", std::string("p") + std::to_string(work.size()));
-    w.out = {{"id", w.id}, {"rule", pat.value("rule", "")}};
+    w.id = sym.empty() ? id : fmt::format("{}[{}<={}]", id, sym, bucket.hi);
+    w.symbol = sym;
+    w.bucket = bucket;
+    w.out = {{"id", id}, {"rule", pat.value("rule", "")}};
+    if (!sym.empty()) w.out = {{"lo", bucket.lo}, {"hi", bucket.hi}};
     w.out["problem"] = pat.value("problem", nlohmann::json());
     try {
+      if (pat.contains("unbucketed")) throw Error(pat.at("unbucketed").get<std::string>());
       if (!pat.contains("problem")) throw Error("pattern " + w.id + " has no \"problem\"");
       w.family = families::family_of_pattern(pat);
       if (!w.family) {
@@ -105,6 +148,7 @@ std::vector<PatternWork> plan_patterns(const json& plan, const std::string& sour
       std::fprintf(stderr, "realize %s: skipped: %s\n", w.id.c_str(), e.what());
     }
     work.push_back(std::move(w));
+    }
   }
   return work;
 }
@@ -128,6 +172,13 @@ std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, 
 }
 
 namespace {
+
+// The plan pattern whose id is `id` (null when none).
+json compose_find(const json& patterns, const std::string& id) {
+  for (const auto& p : patterns)
+    if (p.value("id", "") == id) return p;
+  return nullptr;
+}
 
 // realized.json's header: the run's policy, plan, toolchain, cache and GPU.
 json realized_header(const RealizeOptions& opt, const Toolchain& tc, const fs::path& cache, double build_wall,
@@ -381,7 +432,22 @@ int run_realize(const RealizeOptions& given) {
     // Null until a GPU has chosen (kernels are only built then).
     w.out["fused"] = !gpu ? json(nullptr)
                           : json(w.realization && w.realization->fused(w.out.value("winner_impl", json())));
-    pats.push_back(w.out);
+    if (w.symbol.empty()) {
+      pats.push_back(w.out);
+      continue;
+    }
+    // A bucket: into its pattern's entry, which has the plan's symbolic problem and no
+    // winner of its own (docs/04, "Buckets").
+    const std::string id = w.id.substr(0, w.id.find('['));
+    if (pats.empty() || pats.back().value("id", "") != id || !pats.back().contains("buckets")) {
+      const json planned = compose_find(plan.at("patterns"), id);
+      pats.push_back({{"id", id}, {"rule", planned.value("rule", "")}, {"problem", planned.at("problem")},
+                      {"symbol", w.symbol}, {"buckets", json::array()}, {"candidates", json::array()},
+                      {"winner", nullptr}, {"winner_impl", nullptr}, {"compile_s", 0.0}, {"fused", nullptr}});
+    }
+    json& entry = pats.back();
+    entry["compile_s"] = entry["compile_s"].get<double>() + w.out.value("compile_s", 0.0);
+    entry["buckets"].push_back(w.out);
   }
   result["patterns"] = pats;
   fs::create_directories(fs::absolute(opt.output).parent_path());

@@ -177,9 +177,12 @@ Graph graph_from_json(const json& j) {
   if (string_field(j, "format", "") != "fact.graph")
     fail("format", "expected \"fact.graph\"");
   const json& version = field(j, "version", "");
-  if (!version.is_number_integer() || version.get<int>() != kGraphFormatVersion)
-    fail("version", "unsupported version " + version.dump() + " (this build reads " +
-                        std::to_string(kGraphFormatVersion) + ")");
+  if (!version.is_number_integer() || version.get<int>() < 1 || version.get<int>() > kSymbolicGraphFormatVersion)
+    fail("version", "unsupported version " + version.dump() + " (this build reads 1 and " +
+                        std::to_string(kSymbolicGraphFormatVersion) + ")");
+  if (j.contains("symbols") && !(j.at("symbols").is_object() && j.at("symbols").empty()))
+    fail("symbols", "the graph has symbolic sizes: plan it with `factc discover`, or specialize it "
+                    "(`factc print --at NAME=SIZE`) to read it as a static graph");
   Graph g;
   g.name = string_field(j, "name", "");
   const json& inputs = array_field(j, "inputs", "");

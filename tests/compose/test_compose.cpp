@@ -358,3 +358,42 @@ TEST_F(AttentionComposeTest, InconsistentAttentionPatternsAreRefused) {
   plan["patterns"][0]["problem"] = realized["patterns"][0]["problem"] = gemm_problem(64);
   EXPECT_NE(error_of(options()).find("rule \"attention\" with a problem of kind \"gemm\""), std::string::npos);
 }
+
+// ------------------------------------------------------------------ buckets
+
+// A pattern over a symbolic M = 4*B realized per bucket of B (docs/04, "Buckets"): the
+// manifest lists each bucket's range and choice, the report's table says which serves which.
+TEST_F(ComposeTest, BucketsAreListedPerRangeInManifestAndReport) {
+  json symbolic = gemm_problem(64);
+  symbolic["m"] = "4*B";
+  plan["version"] = 2;
+  plan["symbols"] = {{"B", {{"min", 2}, {"max", 4096}, {"seen", {8}}, {"buckets", {8, 16}}}}};
+  plan["patterns"][0]["problem"] = symbolic;
+  auto bucket = [](int lo, int hi, const char* kernel, double ms) {
+    json p = gemm_problem(64);
+    p["m"] = 4 * hi;
+    return json{{"lo", lo}, {"hi", hi}, {"problem", p}, {"winner", kernel}, {"winner_impl", "vendor"},
+                {"candidates", {{{"kernel", kernel}, {"impl", "vendor"}, {"status", "ok"}, {"median_ms", ms},
+                                 {"max_rel_err", 1e-4}}}}};
+  };
+  realized["patterns"] = {{{"id", "p0"}, {"problem", symbolic}, {"symbol", "B"}, {"winner", nullptr},
+                           {"candidates", json::array()},
+                           {"buckets", {bucket(2, 8, "cublas_tf32", 0.01), bucket(9, 16, "cublaslt_tf32", 0.02)}}}};
+  fact::compose::run_compose(options());
+  const json manifest = json::parse(fact::read_file(dir / "artifact" / "manifest.json"));
+  const json& m = manifest.at("patterns").at(0);
+  EXPECT_EQ(m.at("size_symbol"), "B");
+  EXPECT_EQ(m.at("problem").at("m"), "4*B");
+  ASSERT_EQ(m.at("buckets").size(), 2u);
+  EXPECT_EQ(m["buckets"][1]["lo"], 9);
+  EXPECT_EQ(m["buckets"][1]["hi"], 16);
+  EXPECT_EQ(m["buckets"][1]["kernel"], "cublaslt_tf32");
+  EXPECT_EQ(m["buckets"][1]["problem"]["m"], 64);
+  EXPECT_EQ(m.at("impl"), "vendor");
+  const std::string report = fact::read_file(dir / "artifact" / "report.md");
+  EXPECT_NE(report.find("## Buckets"), std::string::npos) << report;
+  EXPECT_NE(report.find("| 9..16 | M=64 N=64 K=64"), std::string::npos) << report;
+  EXPECT_NE(report.find("`cublaslt_tf32`"), std::string::npos);
+  EXPECT_NE(report.find("B > 16 runs the 9..16 bucket's configuration"), std::string::npos);
+  EXPECT_NE(report.find("### p0 [B 2..8]"), std::string::npos);
+}

@@ -75,8 +75,8 @@ TEST(GraphJson, ErrorsNameTheJsonPath) {
                   "type": {"dtype": "bool", "shape": [2], "strides": [1]}}],
       "nodes": [], "outputs": []})"),
             "params[0].value: expected a value class name (a non-empty string)");
-  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 2})"),
-            "version: unsupported version 2 (this build reads 1)");
+  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 3})"),
+            "version: unsupported version 3 (this build reads 1 and 2)");
   EXPECT_EQ(read_error(R"({"format": "fact.plan", "version": 1})"), "format: expected \"fact.graph\"");
 }
 

@@ -1,7 +1,7 @@
 """A stand-in for the engine's CLI, for testing the Python pipeline without it.
 
 discover: one gemm pattern per mm/matmul/linear/bmm node; every other node is a fallback
-("no rule matches"). realize: "gpu" null unless $FAKE_FACTC_GPU is set, in which case the
+("no rule matches"); a graph's symbols go into the plan (version 2). realize: "gpu" null unless $FAKE_FACTC_GPU is set, in which case the
 vendor candidate wins (compute capability $FAKE_FACTC_CC, default 9.0); it prints factc's
 progress lines (kernels planned, each one built, each pattern tuned), and with a GPU keeps
 a registry, <cache>/fake-registry.json (cache: --cache, else $FACT_CACHE_DIR, else none),
@@ -89,6 +89,8 @@ def main(argv):
                     for x in graph["nodes"] if x["op"] not in GEMM_OPS]
         plan = {"format": "fact.plan", "version": 1, "graph": graph["name"],
                 "patterns": patterns, "rejected": [], "fallback": fallback}
+        if graph.get("symbols"):  # a graph with symbols: a plan of version 2 carries them
+            plan.update(version=2, symbols=graph["symbols"])
         json.dump(plan, open(_opt(args, "-o"), "w"))
     elif cmd == "realize":
         _realize(args)

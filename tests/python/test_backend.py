@@ -298,30 +298,31 @@ def test_a_subgraph_without_a_pattern_runs_as_dynamo_gave_it(tmp_path, engine,
                          "matches), aten.relu.default x1 (no rule matches)")
 
 
-def test_a_symbolic_size_runs_unchanged_and_static_sizes_compile(tmp_path, engine,
-                                                                   monkeypatch) -> None:
+def test_automatic_dynamic_compiles_symbolic_graphs_and_static_sizes_compile(
+        tmp_path, engine, monkeypatch) -> None:
     monkeypatch.setattr(fact.log, "_said", set())
     model = GraphBreak().eval()
-    xs = [torch.randn(b, 16) for b in (4, 8)]
+    xs = [torch.randn(b, 16) for b in (4, 8, 5)]
     out_dir = tmp_path / "out"
     with torch.no_grad():
-        # dynamic=None: the second batch size makes Dynamo's batch symbolic.
+        # dynamic=None: the second batch size makes Dynamo's batch symbolic, and FACT
+        # compiles the two symbolic subgraphs (no warning); the third size reuses them.
         compiled = torch.compile(model, backend="fact", options={"out_dir": str(out_dir)})
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             outs = [compiled(x) for x in xs]
         assert all(torch.equal(o, model(x)) for o, x in zip(outs, xs))
-        symbolic = [str(w.message) for w in caught if issubclass(w.category, FactWarning)]
-        assert symbolic == ["fact backend: an input is symbolic (dynamic shapes): FACT graphs "
-                            "have static shapes for now (docs/09-backend.md); compile with "
-                            "dynamic=False; the graph runs as Dynamo gave it"]
-        assert len(_plans(out_dir)) == 2  # batch 4's two subgraphs only
+        assert [str(w.message) for w in caught if issubclass(w.category, FactWarning)] == []
+        plans = _plans(out_dir)
+        assert len(plans) == 4  # batch 4's two static subgraphs, then two symbolic ones
+        versions = sorted(json.loads((out_dir / p).read_text())["version"] for p in plans)
+        assert versions == [1, 1, 2, 2]
         # dynamic=False: each size is a static graph of its own.
         torch._dynamo.reset()
         static = torch.compile(model, backend="fact", dynamic=False,
                                options={"out_dir": str(out_dir)})
         assert all(torch.equal(static(x), model(x)) for x in xs)
-    assert len(_plans(out_dir)) == 4
+    assert len(_plans(out_dir)) == 8
 
 
 def test_fake_example_inputs_compile_on_the_first_real_call(tmp_path, engine) -> None:
@@ -345,7 +346,7 @@ def test_fake_example_inputs_compile_on_the_first_real_call(tmp_path, engine) ->
 def test_an_unknown_option_is_named() -> None:
     model = GraphBreak().eval()
     with torch.no_grad(), pytest.raises(Exception, match="unknown option tune_bugdet .*known: "
-                                        "cache, factc"):
+                                        "bucket_bound, buckets, cache, factc"):
         torch.compile(model, backend="fact", options={"tune_bugdet": 2})(torch.randn(4, 16))
 
 
@@ -368,3 +369,32 @@ def test_the_compiled_subgraph_runs_under_its_policy() -> None:
         assert torch.get_float32_matmul_precision() == "highest"  # restored
     finally:
         torch.set_float32_matmul_precision(before)
+
+
+def test_mark_dynamic_batch_compiles_one_symbolic_graph(tmp_path, engine) -> None:
+    # The MiniGPT-like model with its batch marked dynamic: one subgraph whose FACT graph
+    # keeps the batch a symbol (version 2, sizes and view arguments in B), compiled once
+    # and run at five batch sizes equal to eager.
+    torch.manual_seed(0)
+    model = MiniGPT().eval()
+    out_dir = tmp_path / "out"
+    compiled = torch.compile(model, backend="fact",
+                             options={"precision": "fp32", "out_dir": str(out_dir),
+                                      "bucket_bound": 64})
+    with torch.no_grad():
+        for batch in (4, 2, 3, 9, 40):
+            (idx,) = mini_gpt_inputs(batch=batch)
+            if batch == 4:
+                torch._dynamo.mark_dynamic(idx, 0)
+            assert torch.equal(compiled(idx), model(idx)), batch
+    assert _commands(engine["log"]) == ["discover", "realize", "compose"]
+    (plan,) = _plans(out_dir)
+    work = out_dir / os.path.dirname(plan)
+    graph = json.loads((work / "graph.json").read_text())
+    assert graph["version"] == 2
+    ((name, symbol),) = graph["symbols"].items()
+    assert symbol["seen"] == [4] and symbol["min"] == 2 and symbol["bound"] == 64
+    assert graph["inputs"][0]["type"]["shape"] == [name, 16]
+    assert any(a == {"sym": name} for n in graph["nodes"] for arg in n["args"]
+               if isinstance(arg, list) for a in arg)  # view(x, [B, 16, ...])
+    assert json.loads((work / "plan.json").read_text())["symbols"] == graph["symbols"]

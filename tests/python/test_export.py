@@ -156,12 +156,24 @@ def test_tuple_result_with_list_argument() -> None:
     assert g["nodes"][1]["args"] == [{"ref": "var_mean.0"}, {"ref": "var_mean.1"}]
 
 
-def test_symbolic_shapes_are_rejected_by_name() -> None:
+class _DropLast(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:-1] * 2.0
+
+
+def test_symbolic_sizes_stay_symbols_and_non_monomials_are_named() -> None:
     from fact.export import graph_from_program
     batch = torch.export.Dim("batch", min=2, max=64)
     ep = torch.export.export(_Linear(), (torch.randn(4, 16),),
                              dynamic_shapes={"x": {0: batch}})
-    with pytest.raises(ExportError, match="symbolic"):
+    g = graph_from_program(ep)
+    ((name, sym),) = g["symbols"].items()  # torch's name: no Dim names given here
+    assert g["version"] == 2 and sym == {"min": 2, "max": 64, "seen": [4], "buckets": None}
+    assert g["inputs"][0]["type"]["shape"] == [name, 16]
+    # x[:-1] has batch - 1 rows: not a product of symbols, named with its value.
+    ep = torch.export.export(_DropLast(), (torch.randn(4, 16),),
+                             dynamic_shapes={"x": {0: torch.export.Dim("b", min=3, max=64)}})
+    with pytest.raises(ExportError, match="not a product of symbols and integers"):
         graph_from_program(ep)
 
 

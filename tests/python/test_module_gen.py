@@ -286,3 +286,27 @@ def test_replay_blocker_names_what_waits_for_the_device() -> None:
     graph = export(Plain(), [torch.randn(4)])
     graph["inputs"][0]["type"]["shape"] = ["s0"]
     assert replay_blocker(graph) == "input x has a symbolic size (['s0'])"
+
+
+def test_symbolic_size_arguments_are_computed_per_call() -> None:
+    """A graph with symbols (version 2): a view to [{"sym": "4*B"}] reads B once from the
+    input dim that is 2*B (x.size(0) // 2), so one module runs every size."""
+    t = {"dtype": "float32", "shape": ["2*B", 2], "strides": [2, 1]}
+    flat = {"dtype": "float32", "shape": ["4*B"], "strides": [1]}
+    graph = {"format": "fact.graph", "version": 2, "name": "G",
+             "symbols": {"B": {"min": 1, "max": 64, "seen": [3], "buckets": None}},
+             "inputs": [{"name": "x", "type": t}], "params": [],
+             "nodes": [{"name": "view", "op": "aten.view.default",
+                        "args": [{"ref": "x"}, [{"sym": "4*B"}]], "kwargs": {},
+                        "outputs": [{"name": "view", "type": flat}]}],
+             "outputs": [{"ref": "view"}]}
+    gm, aten, _ = generate(graph, [], [])
+    assert aten == ["view"]
+    assert "x.size(0)" in gm.code and "floordiv" in gm.code
+    for b in (1, 3, 7):
+        x = torch.randn(2 * b, 2)
+        torch.testing.assert_close(gm(x), x.reshape(-1))
+    del graph["inputs"][0]["type"]["shape"][0]
+    graph["inputs"][0]["type"]["shape"].insert(0, 6)  # no dim gives B any more
+    with pytest.raises(GenerationError, match="symbol B is the size of no input dim"):
+        generate(graph, [], [])

@@ -259,7 +259,11 @@ class GemmFamily final : public Family {
 };
 
 std::string tail_status(const json& r, const json& m) {
-  if (m.value("fused", false)) return "fused into `" + m.value("kernel", std::string()) + "`";
+  if (m.value("fused", false)) {
+    // A pattern with buckets has a kernel per bucket (the report's Buckets table).
+    return m.contains("buckets") ? std::string("fused into its buckets' kernels (see Buckets)")
+                                 : "fused into `" + m.value("kernel", std::string()) + "`";
+  }
   if (m.is_object() && m.contains("tail")) {
     return fmt::format("after the vendor GEMM `{}`, one elementwise kernel over D: `{}` ({:.4f} ms in all)",
                        m.value("kernel", std::string()), m.at("tail").value("kernel", std::string()),
