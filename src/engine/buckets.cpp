@@ -16,9 +16,11 @@ std::optional<graph::Monomial> size_expression(const json& v, const std::vector<
   try {
     graph::Monomial m = graph::parse_monomial(v.get<std::string>(), "");
     if (m.is_constant()) return std::nullopt;
-    for (const auto& [s, pow] : m.powers)
+    for (const auto& power : m.powers) {  // not a structured binding: clang 14 cannot capture one
+      const std::string& s = power.first;
       if (std::none_of(symbols.begin(), symbols.end(), [&](const graph::Symbol& d) { return d.name == s; }))
         return std::nullopt;
+    }
     return m;
   } catch (const Error&) {
     return std::nullopt;
