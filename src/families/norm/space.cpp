@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/ranked.h"
+
 namespace fact::realize {
 
 NormKernel norm_kernel(const NormProblem& p) {
@@ -47,12 +49,7 @@ double norm_estimate_seconds(const NormKernel& k, const NormConfig& c, const Nor
 }
 
 std::vector<NormConfig> norm_tuning_space(const NormKernel& k, const NormProblem& p, int sm_count, int budget) {
-  struct Ranked {
-    NormConfig c;
-    double s;
-    std::string name;
-  };
-  std::vector<Ranked> ranked;
+  std::vector<RankedConfig<NormConfig>> ranked;
   const int e = int(dtype_bytes(k.element));
   for (int bytes : {16, 8, 4}) {
     if (bytes < e) continue;
@@ -64,14 +61,7 @@ std::vector<NormConfig> norm_tuning_space(const NormKernel& k, const NormProblem
       }
     }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.s != b.s ? a.s < b.s : a.name < b.name;
-  });
-  const size_t cap = size_t(budget > 0 ? budget : kNormDefaultBudget);
-  std::vector<NormConfig> out;
-  for (const auto& r : ranked)
-    if (out.size() < cap) out.push_back(r.c);
-  return out;
+  return fastest_first(std::move(ranked), size_t(budget > 0 ? budget : kNormDefaultBudget));
 }
 
 const char* norm_dtype_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : "f16"; }

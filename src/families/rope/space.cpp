@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/ranked.h"
+
 #include "graph/types.h"
 
 namespace fact::realize {
@@ -46,12 +48,7 @@ double rope_estimate_seconds(const RopeKernel& k, const RopeConfig& c, const Rop
 }
 
 std::vector<RopeConfig> rope_tuning_space(const RopeKernel& k, const RopeProblem& p, int sm_count, int budget) {
-  struct Ranked {
-    RopeConfig c;
-    double s;
-    std::string name;
-  };
-  std::vector<Ranked> ranked;
+  std::vector<RankedConfig<RopeConfig>> ranked;
   const int e = int(dtype_bytes(k.element));
   for (int bytes : {16, 8}) {
     for (int t : {128, 256, 512}) {
@@ -59,14 +56,7 @@ std::vector<RopeConfig> rope_tuning_space(const RopeKernel& k, const RopeProblem
       if (rope_config_fits(k, c, p)) ranked.push_back({c, rope_estimate_seconds(k, c, p, sm_count), rope_kernel_name(k, c)});
     }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.s != b.s ? a.s < b.s : a.name < b.name;
-  });
-  const size_t cap = size_t(budget > 0 ? budget : kRopeDefaultBudget);
-  std::vector<RopeConfig> out;
-  for (const auto& r : ranked)
-    if (out.size() < cap) out.push_back(r.c);
-  return out;
+  return fastest_first(std::move(ranked), size_t(budget > 0 ? budget : kRopeDefaultBudget));
 }
 
 std::string rope_kernel_name(const RopeKernel& k, const RopeConfig& c) {
