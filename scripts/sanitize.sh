@@ -7,7 +7,7 @@
 #      -fsanitize=address,undefined (every UB report stops the program);
 #   2. the engine tests but the real kernel compiles (ctest -E Compile, which the plain build
 #      runs) and factc's flag tests (tests/cli) against the sanitized factc;
-#   3. each fuzzer for FACT_FUZZ_SECONDS (default 60) from its seed corpus
+#   3. each fuzzer for FACT_FUZZ_SECONDS (default 60, seed FACT_FUZZ_SEED, default 1) from its seed corpus
 #      tests/fuzz/corpus/<target>/, two at a time. A crash, leak, sanitizer report or an input
 #      slower than 10 s fails the run; the input is left in build-san/fuzz/findings/ (add it
 #      to the corpus with the fix: tests/fuzz/README.md).
@@ -17,6 +17,9 @@ cd "$ROOT"
 export PATH="$PATH:/usr/local/cuda/bin"
 B=build-san
 SECONDS_EACH="${FACT_FUZZ_SECONDS:-60}"
+# A fixed seed by default, so a CI run repeats: new findings come from longer local runs
+# (FACT_FUZZ_SEED=0 lets libFuzzer pick one).
+SEED="${FACT_FUZZ_SEED:-1}"
 JOBS="${FACT_JOBS:-$(nproc)}"
 # -O1 with line tables: the usual sanitizer build (readable stacks, tests not much slower).
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
@@ -36,7 +39,7 @@ fuzz() {
   local t="$1"
   mkdir -p "$B/fuzz/$t"
   # New inputs go to build-san/fuzz/<target>/; the seeds in the tree are only read.
-  if ! "$B/fuzz_$t" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+  if ! "$B/fuzz_$t" -max_total_time="$SECONDS_EACH" -seed="$SEED" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
       -artifact_prefix="$B/fuzz/findings/$t-" "$B/fuzz/$t" "tests/fuzz/corpus/$t" >"$B/fuzz/$t.log" 2>&1; then
     tail -60 "$B/fuzz/$t.log"
     echo "sanitize: fuzz_$t found a problem; the input is in $B/fuzz/findings/" >&2

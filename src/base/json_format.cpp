@@ -66,7 +66,8 @@ Json parse_json_document(std::string_view text, std::string_view what) {
   };
   try {
     return Json::parse(text, check);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number too large for its type ("1E999999").
     throw Error(std::string(what) + ": " + e.what());
   }
 }

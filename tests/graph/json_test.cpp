@@ -95,6 +95,13 @@ TEST(GraphJson, DuplicateKeysAreErrorsNotTheLastValue) {
             "(no error)");
 }
 
+TEST(GraphJson, ANumberTooLargeForItsTypeIsAnErrorNotAnAbort) {
+  // Found by the fuzzers: nlohmann's out_of_range (406) escaped the reader as an exception
+  // that was not fact::Error.
+  EXPECT_EQ(read_error(R"({"format": "fact.graph", "version": 1E999999})"),
+            "graph JSON: [json.exception.out_of_range.406] number overflow parsing '1E999999'");
+}
+
 TEST(GraphJson, AnEmptyOpIsAnError) {
   // An empty op was read, but the text form it prints cannot be read back.
   EXPECT_EQ(read_error(graph_with_node(R"({"name": "n", "op": "", "args": [], "kwargs": {}, "outputs": []})")),
