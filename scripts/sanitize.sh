@@ -2,8 +2,8 @@
 # The engine under AddressSanitizer and UndefinedBehaviorSanitizer, and its readers fuzzed
 # (README "Run all tests"; docs/10-bad-inputs.md). Needs clang and libclang-rt-dev
 # (scripts/setup.sh installs them) and, for the engine, what scripts/setup.sh set up.
-#   1. build-san/: factc, the engine tests and the four libFuzzer targets (fuzz_graph_json,
-#      fuzz_graph_text, fuzz_plan, fuzz_registry_import), built by clang with
+#   1. build-san/: factc, the engine tests and the five libFuzzer targets (fuzz_graph_json,
+#      fuzz_graph_text, fuzz_plan, fuzz_registry_import, fuzz_realized), built by clang with
 #      -fsanitize=address,undefined (every UB report stops the program);
 #   2. the engine tests but the real kernel compiles (ctest -E Compile, which the plain build
 #      runs) and factc's flag tests (tests/cli) against the sanitized factc;
@@ -24,7 +24,7 @@ JOBS="${FACT_JOBS:-$(nproc)}"
 # -O1 with line tables: the usual sanitizer build (readable stacks, tests not much slower).
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" -DFACT_SANITIZE=ON >/dev/null
-FUZZERS="graph_json graph_text plan registry_import"
+FUZZERS="graph_json graph_text plan registry_import realized"
 cmake --build "$B" -j "$JOBS" --target factc fact_tests $(for t in $FUZZERS; do printf 'fuzz_%s ' "$t"; done)
 
 # protect_shadow_gap=0: the CUDA runtime maps memory where ASan's shadow gap would be.

@@ -45,6 +45,7 @@ from fact.cuda_graph import GraphReplay, replay_blocker
 from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
 from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
+from fact.manifest import check_manifest
 from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
                              generate_nodes, node_inputs)
 
@@ -104,7 +105,9 @@ def _read_json(path: str, fmt: str) -> dict:
 
     Raises:
         ArtifactError: the file is missing, is not JSON, holds a key twice in one object, is
-            not an object, or is of another format or version; the message names ``path``.
+            not an object, or is of another format or version, or (a manifest) a member the
+            runtime reads is malformed (:func:`fact.manifest.check_manifest`); the message
+            names ``path``.
     """
     try:
         with open(path, encoding="utf-8") as f:
@@ -120,6 +123,8 @@ def _read_json(path: str, fmt: str) -> dict:
         raise ArtifactError(f"{path}: expected format {fmt} version "
                             f"{' or '.join(map(str, versions))}, found "
                             f"{doc.get('format')} version {doc.get('version')}")
+    if fmt == "fact.manifest":
+        check_manifest(doc, path, ArtifactError)
     return doc
 
 
@@ -451,6 +456,9 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
                        "fact.graph")
     library = None
     if kernel_patterns(manifest):
+        if manifest.get("library", "libfact_kernels.so") is None:
+            raise ArtifactError(f"{os.path.join(artifact_dir, 'manifest.json')}: library is null, "
+                                "but the manifest has cutlass patterns")
         lib_path = os.path.join(artifact_dir, manifest.get("library", "libfact_kernels.so"))
         if not os.path.isfile(lib_path):
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")

@@ -33,7 +33,6 @@ json find_candidate(const json& pattern, const std::string& kernel) {
 }  // namespace
 
 namespace {
-void compose(const ComposeOptions& opt);
 
 // One pattern's manifest entry from its plan pattern and realized entry `r`: its winner's
 // kernel, or the vendor path. A FACT winner's object is added to `objects` once.
@@ -120,66 +119,66 @@ json compose_buckets(const std::string& id, const json& pat, const json& r, cons
 }
 }  // namespace
 
-void run_compose(const ComposeOptions& opt) {
+Composition compose_documents(const json& plan, const json& realized, std::vector<fs::path>& objects,
+                              const std::string& plan_name, const std::string& realized_name) {
   try {
-    compose(opt);
+    if (plan.value("format", "") != "fact.plan") throw Error(plan_name + " is not a FACT plan");
+    if (realized.value("format", "") != "fact.realized") throw Error(realized_name + " is not realized.json");
+    if (realized.value("version", 0) != 1 || (plan.value("version", 0) != 1 && plan.value("version", 0) != 2)) {
+      throw Error("compose reads plans of version 1 and 2 and realized.json version 1");
+    }
+    if (plan.contains("precision") && plan.at("precision") != realized.at("policy")) {
+      throw Error("realized.json was made under policy " + realized.at("policy").dump() +
+                  " but the plan under " + plan.at("precision").dump());
+    }
+    if (realized.at("gpu").is_null()) {
+      throw Error("realized.json holds no verified kernels (it was made without a GPU): run "
+                  "`factc realize` on a machine with a GPU before composing");
+    }
+    json manifest{{"format", "fact.manifest"}, {"version", 1}, {"policy", realized.at("policy")},
+                  {"graph", "graph.json"}, {"library", nullptr}, {"gpu", realized.at("gpu")},
+                  {"cc", realized.value("cc", "")}, {"cutlass", realized.value("cutlass", "")},
+                  {"nvcc", realized.value("nvcc", "")}};
+    json patterns = json::array();
+    std::set<std::string> seen_objects;
+    for (const auto& pat : plan.at("patterns")) {
+      const std::string id = pat.at("id");
+      const json r = find_by_id(realized.at("patterns"), id);
+      if (r.is_null()) throw Error("realized.json has no entry for pattern " + id + ": was it made from this plan?");
+      if (r.value("problem", json()) != pat.at("problem")) {
+        throw Error("realized.json's pattern " + id + " solved another problem than the plan's: was it made from this plan?");
+      }
+      // The family of the pattern's rule must be the one its problem's kind names.
+      const families::Family* family = families::family_of_pattern(pat);
+      if (!family || family != families::family_of_problem(pat.at("problem"))) {
+        throw Error("plan pattern " + id + ": rule " + pat.value("rule", json()).dump() + " with a problem of kind " +
+                    pat.at("problem").value("kind", json()).dump());
+      }
+      patterns.push_back(r.contains("buckets") ? compose_buckets(id, pat, r, *family, objects, seen_objects)
+                                               : compose_entry(id, pat, r, *family, objects, seen_objects));
+    }
+    manifest["patterns"] = patterns;
+    // Nodes the canonical form dropped outside every pattern: the generated module leaves them
+    // out (docs/05-composition.md, "The generated module").
+    json dropped = json::array();
+    for (const auto& f : plan.value("fallback", json::array()))
+      if (f.contains("same_as")) dropped.push_back(json{{"node", f.at("node")}, {"same_as", f.at("same_as")}});
+    manifest["dropped"] = dropped;
+    std::string report = render_report(plan, realized, manifest);
+    return {std::move(manifest), std::move(report)};
   } catch (const json::exception& e) {
     // A hand-edited or truncated file: name the files rather than abort.
-    throw Error("compose: malformed " + opt.plan.string() + " or " + opt.realized.string() + ": " + e.what());
+    throw Error("compose: malformed " + plan_name + " or " + realized_name + ": " + e.what());
   }
 }
 
-namespace {
-
-void compose(const ComposeOptions& opt) {
+void run_compose(const ComposeOptions& opt) {
   const json plan = parse_json_document<json>(read_file(opt.plan), opt.plan.string());
   const json realized = parse_json_document<json>(read_file(opt.realized), opt.realized.string());
-  if (plan.value("format", "") != "fact.plan") throw Error(opt.plan.string() + " is not a FACT plan");
-  if (realized.value("format", "") != "fact.realized") throw Error(opt.realized.string() + " is not realized.json");
-  if (realized.value("version", 0) != 1 || (plan.value("version", 0) != 1 && plan.value("version", 0) != 2)) {
-    throw Error("compose reads plans of version 1 and 2 and realized.json version 1");
-  }
-  if (plan.contains("precision") && plan.at("precision") != realized.at("policy")) {
-    throw Error("realized.json was made under policy " + realized.at("policy").dump() +
-                " but the plan under " + plan.at("precision").dump());
-  }
-  if (realized.at("gpu").is_null()) {
-    throw Error("realized.json holds no verified kernels (it was made without a GPU): run "
-                "`factc realize` on a machine with a GPU before composing");
-  }
-  fs::create_directories(opt.output);
-  json manifest{{"format", "fact.manifest"}, {"version", 1}, {"policy", realized.at("policy")},
-                {"graph", "graph.json"}, {"library", nullptr}, {"gpu", realized.at("gpu")},
-                {"cc", realized.value("cc", "")}, {"cutlass", realized.value("cutlass", "")},
-                {"nvcc", realized.value("nvcc", "")}};
-  json patterns = json::array();
   std::vector<fs::path> objects;
-  std::set<std::string> seen_objects;
-  for (const auto& pat : plan.at("patterns")) {
-    const std::string id = pat.at("id");
-    const json r = find_by_id(realized.at("patterns"), id);
-    if (r.is_null()) throw Error("realized.json has no entry for pattern " + id + ": was it made from this plan?");
-    if (r.value("problem", json()) != pat.at("problem")) {
-      throw Error("realized.json's pattern " + id + " solved another problem than the plan's: was it made from this plan?");
-    }
-    // The family of the pattern's rule must be the one its problem's kind names.
-    const families::Family* family = families::family_of_pattern(pat);
-    if (!family || family != families::family_of_problem(pat.at("problem"))) {
-      throw Error("plan pattern " + id + ": rule " + pat.value("rule", json()).dump() + " with a problem of kind " +
-                  pat.at("problem").value("kind", json()).dump());
-    }
-    json m = r.contains("buckets") ? compose_buckets(id, pat, r, *family, objects, seen_objects)
-                                   : compose_entry(id, pat, r, *family, objects, seen_objects);
-    patterns.push_back(m);
-  }
-  manifest["patterns"] = patterns;
-  // Nodes the canonical form dropped outside every pattern: the generated module leaves them
-  // out (docs/05-composition.md, "The generated module").
-  json dropped = json::array();
-  for (const auto& f : plan.value("fallback", json::array()))
-    if (f.contains("same_as")) dropped.push_back(json{{"node", f.at("node")}, {"same_as", f.at("same_as")}});
-  manifest["dropped"] = dropped;
-
+  Composition c = compose_documents(plan, realized, objects, opt.plan.string(), opt.realized.string());
+  json& manifest = c.manifest;
+  fs::create_directories(opt.output);
   if (!objects.empty()) {
     const auto tc = realize::find_toolchain(opt.nvcc, "");
     const fs::path lib = opt.output / "libfact_kernels.so";
@@ -196,11 +195,14 @@ void compose(const ComposeOptions& opt) {
     throw Error("graph " + opt.graph.string() + " not found (pass --graph)");
   }
   write_file(opt.output / "manifest.json", manifest.dump(2) + "\n");
-  write_file(opt.output / "report.md", render_report(plan, realized, manifest));
-  std::printf("compose: %zu patterns, %zu CUTLASS kernels linked into %s\n", patterns.size(),
-              objects.size(), (opt.output / "libfact_kernels.so").c_str());
+  write_file(opt.output / "report.md", c.report);
+  if (objects.empty()) {
+    std::printf("compose: %zu patterns, no FACT kernel won: no kernel library, every pattern runs the vendor path\n",
+                manifest["patterns"].size());
+  } else {
+    std::printf("compose: %zu patterns, %zu CUTLASS kernels linked into %s\n", manifest["patterns"].size(),
+                objects.size(), (opt.output / "libfact_kernels.so").c_str());
+  }
 }
-
-}  // namespace
 
 }  // namespace fact::compose

@@ -2,6 +2,7 @@
 #pragma once
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,23 @@ struct ComposeOptions {
 /// attention the problem as realization reads it, the q/k/v operands, the mask operand, an
 /// object), or when linking fails.
 void run_compose(const ComposeOptions& options);
+
+/// What run_compose writes, before linking: the manifest (without "library", which linking
+/// adds) and the report (render_report).
+struct Composition {
+  nlohmann::json manifest;
+  std::string report;
+};
+
+/// The manifest and report run_compose writes, from a parsed plan and realized.json; touches
+/// no file. The object files of the FACT winners to link are
+/// appended to `objects`, each once. `plan_name` and `realized_name` name the documents in
+/// errors. Throws fact::Error for everything run_compose rejects, and for a document that
+/// lacks a member or holds a value of the wrong type ("compose: malformed <plan> or
+/// <realized>: ...").
+Composition compose_documents(const nlohmann::json& plan, const nlohmann::json& realized,
+                              std::vector<std::filesystem::path>& objects, const std::string& plan_name,
+                              const std::string& realized_name);
 
 /// The entry of `list` (plan, realized.json or manifest patterns) whose "id" is `id`, or
 /// null.

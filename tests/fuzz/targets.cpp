@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/json_format.h"
+#include "compose/compose.h"
 #include "discover/plan.h"
 #include "engine/realize.h"
 #include "graph/json.h"
@@ -86,9 +87,26 @@ void registry_import(std::string_view data) {
   });
 }
 
+void realized(std::string_view data) {
+  answer_bad_input_with_errors([&] {
+    const nlohmann::json doc = parse_json_document<nlohmann::json>(data, "plan and realized");
+    if (!doc.is_object() || !doc.contains("plan") || !doc.contains("realized")) {
+      throw Error("plan and realized: expected {\"plan\": ..., \"realized\": ...}");
+    }
+    std::vector<std::filesystem::path> objects;
+    const compose::Composition c =
+        compose::compose_documents(doc.at("plan"), doc.at("realized"), objects, "plan", "realized");
+    if (!c.manifest.at("patterns").is_array() || c.manifest.at("patterns").size() != doc.at("plan").at("patterns").size()) {
+      broken("the manifest does not hold one entry per plan pattern");
+    }
+    c.manifest.dump();
+  });
+}
+
 const std::vector<Target>& targets() {
   static const std::vector<Target> all{
-      {"graph_json", graph_json}, {"graph_text", graph_text}, {"plan", plan}, {"registry_import", registry_import}};
+      {"graph_json", graph_json}, {"graph_text", graph_text}, {"plan", plan}, {"registry_import", registry_import},
+      {"realized", realized}};
   return all;
 }
 

@@ -26,12 +26,17 @@ void plan(std::string_view data);
 /// in-memory database; what imports must export, import again and export to the same JSON.
 void registry_import(std::string_view data);
 
+/// A plan and its realized.json, {"plan": ..., "realized": ...}, through composition's
+/// reader (compose_documents: the checks, each family's compose_winner, the report); what
+/// composes has one manifest entry per plan pattern.
+void realized(std::string_view data);
+
 struct Target {
   const char* name;  // also the corpus folder tests/fuzz/corpus/<name>/ and the binary fuzz_<name>
   void (*run)(std::string_view);
 };
 
-/// The four targets above, in that order.
+/// The five targets above, in that order.
 const std::vector<Target>& targets();
 
 }  // namespace fact::fuzz

@@ -1,0 +1,158 @@
+"""The shape of manifest.json checked before anything is bound (docs/05-composition.md,
+"The manifest"; docs/10-bad-inputs.md).
+
+``factc compose`` writes the manifest; a user may edit, truncate or hand-write one. Every
+member the runtime reads is checked for its type and range here, so a malformed manifest is
+an :class:`ArtifactError` naming the member (``manifest.json: patterns[0].operands: expected
+an object of value names, found a list``) and never a ``KeyError`` or ``TypeError`` from deep
+inside the loader. Members a family adds (an attention pattern's ``mask_dtype``, a GEMM's
+``merged``) are the family's to check when it binds the pattern; unknown members are kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Mapping
+
+__all__ = ["check_manifest", "IMPLS"]
+
+# What runs a pattern: its FACT kernel, the vendor path, or its ATen nodes (set by the
+# loader when the kernels stay off).
+IMPLS = ("cutlass", "vendor", "aten")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a pattern id or an FX value name
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C symbol prefix
+_MAX_BYTES = 1 << 48  # a workspace larger than any GPU's memory is a corrupt value
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+
+
+class _Checker:
+    """Raises ArtifactError ``"<path>: <where>: expected <what>, found <kind>"``."""
+
+    def __init__(self, path: str, error: Callable[[str], Exception]):
+        self.path, self.error = path, error
+
+    def fail(self, where: str, what: str, found: Any) -> None:
+        raise self.error(f"{self.path}: {where}: expected {what}, found {_kind(found)}"
+                         + (f" {found!r}" if isinstance(found, (int, float, str))
+                            and not isinstance(found, bool) else ""))
+
+    def string(self, doc: Mapping, key: str, where: str, pattern: re.Pattern | None = None,
+               optional: bool = False, nullable: bool = False) -> None:
+        if key not in doc:
+            if not optional:
+                raise self.error(f"{self.path}: {where}: missing \"{key}\"")
+            return
+        v = doc[key]
+        if v is None and nullable:
+            return
+        if not isinstance(v, str) or (pattern is not None and not pattern.fullmatch(v)):
+            self.fail(f"{where}.{key}", "a name" if pattern is not None else "a string", v)
+
+    def number(self, doc: Mapping, key: str, where: str, integer: bool = False,
+               lo: float = -math.inf, hi: float = math.inf, optional: bool = True,
+               nullable: bool = False) -> None:
+        if key not in doc:
+            if not optional:
+                raise self.error(f"{self.path}: {where}: missing \"{key}\"")
+            return
+        v = doc[key]
+        if v is None and nullable:
+            return
+        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok_type or not (lo <= v <= hi):
+            what = "an integer" if integer else "a finite number"
+            self.fail(f"{where}.{key}", f"{what} in [{lo:g}, {hi:g}]", v)
+
+    def obj(self, doc: Mapping, key: str, where: str, optional: bool = False) -> None:
+        if key not in doc:
+            if not optional:
+                raise self.error(f"{self.path}: {where}: missing \"{key}\"")
+            return
+        if not isinstance(doc[key], dict):
+            self.fail(f"{where}.{key}", "an object", doc[key])
+
+    def entry(self, p: Any, where: str, top: bool) -> None:
+        """One manifest pattern (``top``), or a bucket or tail entry of one."""
+        if not isinstance(p, dict):
+            self.fail(where, "an object", p)
+        if top:
+            self.string(p, "id", where, _NAME)
+            # Absent in manifests written before they existed (fact.families.find_family).
+            self.string(p, "rule", where, optional=True)
+            self.string(p, "abi", where, optional=True)
+            self.string(p, "output", where, _NAME)
+            nodes = p.get("nodes")
+            if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) for n in nodes):
+                self.fail(f"{where}.nodes", "a non-empty list of node names", nodes)
+            ops = p.get("operands")
+            if not isinstance(ops, dict) or not all(
+                    isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in ops.items()):
+                self.fail(f"{where}.operands", "an object of value names", ops)
+        self.obj(p, "problem", where, optional=not top)
+        impl = p.get("impl", "aten")  # an entry without one runs its ATen nodes
+        if impl not in IMPLS:
+            self.fail(f"{where}.impl", " or ".join(f'"{i}"' for i in IMPLS), impl)
+        # A bucketed entry's kernels are its buckets'; its own kernel and symbol are null.
+        own = impl == "cutlass" and "buckets" not in p
+        self.string(p, "kernel", where, optional=not own, nullable=not own)
+        self.string(p, "symbol", where, _SYMBOL, optional=not own, nullable=not own)
+        self.number(p, "workspace_bytes", where, integer=True, lo=0, hi=_MAX_BYTES)
+        for key in ("time_ms", "vendor_ms"):
+            self.number(p, key, where, lo=0, hi=1e12)
+        self.number(p, "max_rel_err", where, lo=0, hi=math.inf, nullable=True)
+        if "verified" in p and not isinstance(p["verified"], bool):
+            self.fail(f"{where}.verified", "a boolean", p["verified"])
+        for key in ("runtime", "aten_check"):
+            self.obj(p, key, where, optional=True)
+        if "tail" in p:
+            self.entry(p["tail"], f"{where}.tail", top=True)
+        if top and "buckets" in p:
+            self.string(p, "size_symbol", where, _SYMBOL)
+            buckets = p["buckets"]
+            if not isinstance(buckets, list) or not buckets:
+                self.fail(f"{where}.buckets", "a non-empty list", buckets)
+            for i, b in enumerate(buckets):
+                self.entry(b, f"{where}.buckets[{i}]", top=False)
+                self.number(b, "lo", f"{where}.buckets[{i}]", integer=True, lo=0, hi=2 ** 62, optional=False)
+                self.number(b, "hi", f"{where}.buckets[{i}]", integer=True, lo=b["lo"], hi=2 ** 62,
+                            optional=False)
+
+
+def check_manifest(doc: Mapping, path: str, error: Callable[[str], Exception]) -> None:
+    """Checks a manifest read from ``path`` (its format and version already checked).
+
+    Args:
+        doc: the parsed manifest.json.
+        path: named in every message.
+        error: the exception type to raise (fact.runtime.ArtifactError).
+
+    Raises:
+        ``error``: a member the runtime reads is missing, of another type, out of range
+            (a workspace over 2^48 bytes, a negative time, an unknown ``impl``), or two
+            patterns share an id; the message names the member.
+    """
+    c = _Checker(path, error)
+    c.string(doc, "policy", "manifest")
+    c.string(doc, "graph", "manifest", optional=True)
+    c.string(doc, "library", "manifest", optional=True, nullable=True)
+    patterns = doc.get("patterns")
+    if not isinstance(patterns, list):
+        c.fail("patterns", "a list", patterns)
+    seen: set[str] = set()
+    for i, p in enumerate(patterns):
+        c.entry(p, f"patterns[{i}]", top=True)
+        if p["id"] in seen:
+            raise error(f"{path}: patterns[{i}].id: \"{p['id']}\" is the id of an earlier pattern")
+        seen.add(p["id"])
+    dropped = doc.get("dropped", [])
+    if not isinstance(dropped, list) or not all(
+            isinstance(d, dict) and isinstance(d.get("node"), str) and isinstance(d.get("same_as"), str)
+            for d in dropped):
+        c.fail("dropped", "a list of {\"node\": name, \"same_as\": name}", dropped)

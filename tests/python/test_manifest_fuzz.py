@@ -1,0 +1,107 @@
+"""The manifest reader fuzzed (docs/10-bad-inputs.md): manifest.json is read by Python
+(fact.runtime.load), so instead of a libFuzzer target it gets a seeded mutation run here.
+Each mutation of a valid artifact's manifest (a member removed, or replaced by a value of
+another type or an out-of-range number, at every depth) must either load into a module that
+computes what the model computes, or be refused with fact.runtime.ArtifactError naming what
+is wrong. Any other exception is a finding."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+
+import pytest
+import torch
+import torch.nn as nn
+
+import fact.runtime
+from artifacts import write_artifact
+from fact.export import export_program, graph_from_program
+from fact.runtime import ArtifactError, save_params
+
+_STUB = r"""
+#include <stddef.h>
+#include "gemm/abi.h"
+int stub_can_implement(const FactGemmArgs* a) { return 1; }
+size_t stub_workspace_bytes(const FactGemmArgs* a) { return 0; }
+int stub_run(const FactGemmArgs* a, void* w, size_t n, void* s) { return 1; }
+const char* stub_name(void) { return "stub_gemm_sm90a"; }
+"""
+
+# Values a member is replaced by: each of another type than most members hold, or a number
+# out of any range the reader accepts.
+_REPLACEMENTS = [None, "", "x", -1, 0, 2 ** 63, 1e308, float("nan"), True, [], {}, [None], {"k": 1}]
+_MUTATIONS = 400
+
+
+def _pattern() -> dict:
+    return {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
+            "operands": {"a": "input", "b": "p_0_weight", "bias": "p_0_bias"},
+            "problem": {"kind": "gemm", "m": 4, "n": 8, "k": 16, "l": 1, "layout_a": "row",
+                        "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 8,
+                        "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
+                        "bias": "n", "alpha": 1.0, "beta": 1.0},
+            "impl": "cutlass", "kernel": "stub_gemm_sm90a", "symbol": "stub",
+            "workspace_bytes": 0, "verified": True}
+
+
+def _paths(doc, prefix=()):
+    """Every (path, container) below ``doc``: the key or index path of each member."""
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for k, v in items:
+        yield prefix + (k,)
+        yield from _paths(v, prefix + (k,))
+
+
+def _mutate(doc: dict, rng: random.Random) -> tuple[dict, str]:
+    out = copy.deepcopy(doc)
+    path = rng.choice(list(_paths(out)))
+    parent = out
+    for k in path[:-1]:
+        parent = parent[k]
+    if rng.random() < 0.3 and isinstance(parent, dict):
+        del parent[path[-1]]
+        return out, f"removed {'/'.join(map(str, path))}"
+    value = rng.choice(_REPLACEMENTS)
+    parent[path[-1]] = copy.deepcopy(value)
+    return out, f"{'/'.join(map(str, path))} = {value!r}"
+
+
+def test_every_mutated_manifest_loads_right_or_is_refused_with_a_clear_error(tmp_path, build_c_library):
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
+    ep = export_program(model, [x])
+    src = tmp_path / "stub.c"
+    src.write_text(_STUB)
+    lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
+    art = write_artifact(tmp_path, graph_from_program(ep), [_pattern()], lib)
+    save_params({**ep.state_dict, **ep.constants}, art)
+    manifest_path = os.path.join(art, "manifest.json")
+    valid = json.loads(open(manifest_path).read())
+    expected = model(x)
+    assert torch.allclose(fact.runtime.load(art)(x), expected)  # the unmutated artifact loads
+
+    rng = random.Random(0)
+    refused = loaded = 0
+    findings = []
+    for _ in range(_MUTATIONS):
+        doc, what = _mutate(valid, rng)
+        with open(manifest_path, "w") as f:
+            json.dump(doc, f)
+        try:
+            module = fact.runtime.load(art)
+            # CPU tensors: every pattern falls back to ATen, so the result is the model's.
+            got = module(x)
+            if not torch.allclose(got, expected):
+                findings.append(f"{what}: loads, but computes another result")
+            loaded += 1
+        except ArtifactError as e:
+            assert str(e), what
+            refused += 1
+        except Exception as e:  # noqa: BLE001 - any other exception is what this test finds
+            findings.append(f"{what}: {type(e).__name__}: {e}")
+    assert not findings, "\n".join(findings[:20]) + f"\n({len(findings)} findings)"
+    # The run exercised both answers.
+    assert refused > 20 and loaded > 20, (refused, loaded)
