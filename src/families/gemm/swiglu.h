@@ -12,11 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "families/gemm/space.h"
+#include "families/gemm/swiglu_layout.h"
 
 namespace fact::realize {
-
-/// Rows of Wg, then of Wu, in each block of the interleaved weight.
-constexpr int kSwigluInterleave = 8;
 
 /// A SwiGLU problem: `gemm` is the M x 2H GEMM over the interleaved weight (n = 2H,
 /// ldd = 2H, no bias: what the tuning space and the vendor GEMM are ranked and run on),
@@ -55,11 +53,5 @@ std::string swiglu_kernel_name(const GemmFamilyKey& family, const GemmConfig& co
 /// FactGemmArgs ABI pasted in). Throws fact::Error for a family it does not implement or a
 /// placeholder left unfilled.
 std::string render_swiglu_sm90(const GemmFamilyKey& family, const GemmConfig& config);
-
-/// The row of the interleaved weight that holds gate row j (up: + kSwigluInterleave): the
-/// GEMM column of output column j's gate value.
-inline int64_t swiglu_gate_column(int64_t j) {
-  return j / kSwigluInterleave * 2 * kSwigluInterleave + j % kSwigluInterleave;
-}
 
 }  // namespace fact::realize
