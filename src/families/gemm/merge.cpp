@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "discover/canonical/passes.h"
+#include "families/gemm/swiglu_merge.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -130,6 +131,7 @@ void merge_into(const graph::GraphIndex& g, Pattern& first, std::vector<const Pa
 }  // namespace
 
 void merge_gemms(const graph::GraphIndex& g, Plan& plan) {
+  merge_swiglu(g, plan);  // first: it takes the gate's tail and the up GEMM (swiglu_merge.h)
   std::map<std::string, std::string> owner;  // node -> pattern id (its nodes and its tail's)
   for (const auto& p : plan.patterns) {
     for (const auto& n : p.nodes) owner[n] = p.id;
@@ -150,7 +152,7 @@ void merge_gemms(const graph::GraphIndex& g, Plan& plan) {
       if (why.empty() && !open.empty()) why = differs(*p, *open[0]);
       if (why.empty()) {
         open.push_back(p);
-      } else {
+      } else if (p->merge_stop.empty()) {  // SwiGLU's reason (merge_swiglu), when it has one, stays
         p->merge_stop = fmt::format("reads %{} as other GEMMs do, not merged: {}", a, why);
       }
     }
