@@ -312,7 +312,7 @@ class FactModule(torch.nn.Module):
             types = {**types, **io.types}
             defines = list(io.defines)
         else:
-            kernel_inputs, out_type = input_names, types[output]
+            kernel_inputs, out_type = input_names, None
             defines = [output, *extra.values()]
             try:  # the pattern's ATen nodes, generated like the module
                 aten = generate_nodes(members, input_names, [output, *extra.values()], types)
@@ -327,8 +327,10 @@ class FactModule(torch.nn.Module):
             extra_t = {role: types[value] for role, value in extra.items()}
             functions = library.kernel(entry["symbol"], family.args_type)
             # The family's call is made with the binding (e.g. a fused tail's inputs placed).
-            return KernelBinding(entry, functions, kernel_inputs, expected, out_type,
-                                 fallback, family, extra_t)
+            # A bucket's own types give its output's (io is None with buckets).
+            return KernelBinding(entry, functions, kernel_inputs, expected,
+                                 out_type if io is not None else types[output], fallback, family,
+                                 extra_t)
 
         try:
             if pat.get("buckets"):  # symbolic sizes: one binding per size, by bucket

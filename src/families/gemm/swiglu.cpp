@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "engine/embedded_templates.h"
 #include "engine/kernel_template.h"
+#include "families/gemm/codegen.h"
 
 namespace fact::realize {
 
@@ -84,21 +85,11 @@ std::string render_swiglu_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const char* element = f.element == DType::f32 ? "float" : f.element == DType::bf16 ? "cutlass::bfloat16_t"
                         : f.element == DType::f16 ? "cutlass::half_t" : nullptr;
   if (!element) throw Error("SwiGLU kernel: element type " + to_string(f.element) + " is not realized");
-  const bool coop = c.schedule == Schedule::Cooperative;
   const std::string name = swiglu_kernel_name(f, c);
-  return fill_placeholders(embedded::kSwigluSm90Template,
-                           {{"NAME", name},
-                            {"SYMBOL", kernel_symbol(name)},
-                            {"ABI", embedded::kKernelAbiHeader},
-                            {"ELEMENT", element},
-                            {"TILE_M", std::to_string(c.tile_m)},
-                            {"TILE_N", std::to_string(c.tile_n)},
-                            {"TILE_K", std::to_string(c.tile_k)},
-                            {"CLUSTER_M", std::to_string(c.cluster_m)},
-                            {"CLUSTER_N", std::to_string(c.cluster_n)},
-                            {"SCHEDULE", coop ? "cooperative" : "pingpong"},
-                            {"KERNEL_SCHEDULE", coop ? "cutlass::gemm::KernelTmaWarpSpecializedCooperative"
-                                                     : "cutlass::gemm::KernelTmaWarpSpecializedPingpong"}});
+  std::map<std::string, std::string> values = config_placeholders(c);
+  values.insert({{"NAME", name}, {"SYMBOL", kernel_symbol(name)}, {"ABI", embedded::kKernelAbiHeader},
+                 {"ELEMENT", element}});
+  return fill_placeholders(embedded::kSwigluSm90Template, values);
 }
 
 }  // namespace fact::realize

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/library_candidate.h"
 #include "families/gemm/candidates.h"
 #include "families/gemm/swiglu.h"
 #include "families/gemm/swiglu_kernels.h"
@@ -90,16 +91,9 @@ std::vector<CandidateOutcome> verify_and_tune_swiglu(const SwigluProblem& p, Pre
       swiglu_compare(d.get(), g.dtype_d, p.ldd, acc64.as<double>(), g.m, p.hidden, delta, unit_roundoff(g.dtype_d),
                      stats_dev.as<CompareStats>(), s);
       CompareStats st{};
-      FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
-      gpu.sync();
-      const auto [max_rel, fro_rel] = relative_errors(st.max_abs_err, st.max_abs_ref, st.sum_sq_err, st.sum_sq_ref);
-      o.max_rel_err = std::max(o.max_rel_err, max_rel);
-      o.fro_rel_err = std::max(o.fro_rel_err, fro_rel);
-      std::string why;
-      if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
-      else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
-      else if (st.differs_from_first == 0 && g.m * p.hidden > 1) why = "output is one constant value";
-      else if (st.over_bound) {
+      double max_rel = 0;
+      std::string why = read_compare_stats(stats_dev.as<CompareStats>(), g.m * p.hidden, gpu, o, st, max_rel);
+      if (why.empty() && st.over_bound) {
         const int64_t e = int64_t(st.witness_index);
         why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}); e.g. D[{}, {}]: gate {:.9g} "
                           "(float64), reference {:.9g}, kernel {:.9g}, bound {:.3g}",
@@ -144,15 +138,9 @@ class SwigluPattern final : public PatternRealization {
     auto vendor = std::make_unique<SwigluVendor>(problem, ctx.policy);
     SwigluVendor* vendor_ptr = vendor.get();
     runnable.push_back(std::move(vendor));
-    for (const auto& name : kernels) {
-      const auto& b = ctx.built->at(name);
-      if (!b.ok) {
-        out.build_failures.push_back({{"kernel", name}, {"impl", "cutlass"}, {"status", "quarantined"},
-                                      {"reason", b.reason}, {"key", b.key}});
-        continue;
-      }
-      runnable.push_back(load_cutlass_candidate(name, b.library.string(), kernel_symbol(name)));
-    }
+    load_built_kernels(kernels, *ctx.built, [](const std::string& name, const std::string& library, const std::string&) {
+      return load_cutlass_candidate(name, library, kernel_symbol(name));
+    }, runnable, out.build_failures);
     std::fprintf(stderr, "realize %s: verifying and tuning %zu SwiGLU candidates (M=%lld H=%lld K=%lld)\n",
                  ctx.id.c_str(), runnable.size(), (long long)problem.gemm.m, (long long)problem.hidden,
                  (long long)problem.gemm.k);
