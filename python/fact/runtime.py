@@ -265,21 +265,23 @@ class FactModule(torch.nn.Module):
                                     f"produced by its nodes")
             if library is None:
                 raise ArtifactError(f"pattern {pat['id']} needs the kernel library")
-            binding = self._binding(pat, members, types, library)
+            binding, graph_inputs, defines = self._binding(pat, members, types, library)
             read = [r for m in members for r in node_inputs(m)]
             buffers = binding.family.proven_buffers(pat, read, params)
             if buffers:
                 self._proven_buffers[pat["id"]] = buffers
             self.bindings[pat["id"]] = binding
             kernel = FactKernel(binding, register_binding(binding))
-            sites.append(KernelSite(f"fact_{pat['id']}", kernel, pat, binding.input_names,
-                                    [pat["output"], *binding.extra_outputs.values()],
+            sites.append(KernelSite(f"fact_{pat['id']}", kernel, pat, graph_inputs, defines,
                                     binding.family.emit))
         return sites
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[dict], types: Mapping[str, dict | None],
-                 library: KernelLibrary) -> KernelBinding | BucketedBinding:
+                 library: KernelLibrary
+                 ) -> tuple[KernelBinding | BucketedBinding, list[str], list[str]]:
+        """The pattern's binding, the graph values its call reads (what the generated module
+        orders it by) and the values its emitter defines."""
         try:
             family = family_of(pat)
             family.check_pattern(pat, types)
@@ -306,26 +308,40 @@ class FactModule(torch.nn.Module):
             if value not in produced or types.get(value) is None:
                 raise ArtifactError(f"pattern {pat['id']}: extra output {role} = {value} is not "
                                     f"a tensor its nodes produce")
-        try:  # the pattern's ATen nodes, generated like the module
-            aten = generate_nodes(members, input_names, [output, *extra.values()], types)
-        except GenerationError as exc:
+        try:  # what the kernel takes and writes, when not the pattern's values as they are
+            io = None if pat.get("buckets") else family.kernel_io(pat, input_names, types)
+        except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
+        if io is not None:
+            kernel_inputs, out_type, fallback = io.inputs, io.out_type, io.fallback
+            types = {**types, **io.types}
+            defines = list(io.defines)
+        else:
+            kernel_inputs, out_type = input_names, None
+            defines = [output, *extra.values()]
+            try:  # the pattern's ATen nodes, generated like the module
+                aten = generate_nodes(members, input_names, [output, *extra.values()], types)
+            except GenerationError as exc:
+                raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
-        def fallback(inputs: Sequence[torch.Tensor]) -> Any:
-            return aten(*inputs)
+            def fallback(inputs: Sequence[torch.Tensor]) -> Any:
+                return aten(*inputs)
 
         def make(entry: dict, types: Mapping[str, dict | None]) -> KernelBinding:
-            expected = {n: types[n] for n in input_names if types.get(n) is not None}
+            expected = {n: types[n] for n in kernel_inputs if types.get(n) is not None}
             extra_t = {role: types[value] for role, value in extra.items()}
             functions = library.kernel(entry["symbol"], family.args_type)
             # The family's call is made with the binding (e.g. a fused tail's inputs placed).
-            return KernelBinding(entry, functions, input_names, expected, types[output],
-                                 fallback, family, extra_t)
+            # A bucket's own types give its output's (io is None with buckets).
+            return KernelBinding(entry, functions, kernel_inputs, expected,
+                                 out_type if io is not None else types[output], fallback, family,
+                                 extra_t)
 
         try:
             if pat.get("buckets"):  # symbolic sizes: one binding per size, by bucket
-                return BucketedBinding(pat, input_names, types, make, fallback, family)
-            return make(pat, types)
+                return (BucketedBinding(pat, input_names, types, make, fallback, family),
+                        input_names, defines)
+            return make(pat, types), input_names, defines
         except ValueError as exc:
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 

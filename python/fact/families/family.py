@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import abc
 import ctypes
-from typing import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
 
 import torch
 
 from fact.module_gen import KernelSite, ModuleBuilder, default_emit
 
-__all__ = ["Family", "KernelCall", "role_indices", "CUDA_ERROR_BASE"]
+__all__ = ["Family", "KernelCall", "KernelIO", "role_indices", "CUDA_ERROR_BASE"]
 
 #: Return codes from this value up are ``10000 + cudaError_t`` in every family's ABI.
 CUDA_ERROR_BASE = 10000
@@ -32,6 +33,32 @@ def role_indices(pattern: Mapping, input_names: Sequence[str]) -> dict[str, int]
     names = list(input_names)
     return {role: names.index(name) for role, name in (pattern.get("operands") or {}).items()
             if name in names}
+
+
+@dataclass
+class KernelIO:
+    """What a kernel takes and writes when that is not its pattern's values as they are
+    (:meth:`Family.kernel_io`): e.g. a merged projection's GEMM reads a weight concatenated
+    once at load and writes one ``[M, N]`` result whose column blocks are the members'
+    outputs.
+
+    Attributes:
+        inputs: the kernel call's inputs, in order: graph values and the names of tensors the
+            family's :meth:`Family.emit` makes once at load
+            (:meth:`fact.module_gen.ModuleBuilder.load_time_tensor`).
+        types: graph ``type`` (dtype, shape, strides) of each load-time input, checked on
+            each call like a graph value's.
+        out_type: graph ``type`` of the kernel's result.
+        fallback: the ATen ops computing that result from ``inputs`` (same order), run when
+            the kernel cannot take them.
+        defines: the graph values the family's :meth:`Family.emit` defines from the result.
+    """
+
+    inputs: list[str]
+    types: dict[str, dict]
+    out_type: dict
+    fallback: Callable[[Sequence[torch.Tensor]], torch.Tensor]
+    defines: list[str] = field(default_factory=list)
 
 
 class KernelCall(abc.ABC):
@@ -140,6 +167,19 @@ class Family(abc.ABC):
     def report_detail(self, pattern: Mapping) -> str:
         """One line the module report adds to the pattern's kernel ("" for none)."""
         return ""
+
+    def kernel_io(self, pattern: Mapping, input_names: Sequence[str],
+                  types: Mapping[str, dict | None]) -> KernelIO | None:
+        """How the kernel's call differs from the pattern's values, or ``None`` (the
+        default) when the kernel takes ``input_names`` (the graph values the pattern's nodes
+        read, operand roles first) and writes the pattern's output and extra outputs. A
+        family that returns a :class:`KernelIO` also overrides :meth:`emit` to make its
+        load-time inputs and define ``defines`` from the result.
+
+        Raises:
+            ValueError: the entry asks for something the family cannot bind.
+        """
+        return None
 
     def emit(self, builder: "ModuleBuilder", site: "KernelSite") -> None:
         """Write the pattern's kernel into the generated module (:mod:`fact.module_gen`).

@@ -17,7 +17,10 @@ from typing import Mapping, Sequence
 
 import torch
 
-from fact.families.family import Family, KernelCall, role_indices
+from fact.families.family import Family, KernelCall, KernelIO, role_indices
+from fact.families.gemm_merged import emit_merged, merged_io, merged_members, merged_tensor_names
+from fact.families.gemm_swiglu import emit_swiglu, swiglu_io, swiglu_of, swiglu_tensor_name
+from fact.module_gen import KernelSite, ModuleBuilder, default_emit
 
 __all__ = ["FactGemmArgs", "GemmCall", "Gemm", "FAMILY", "epilogue_slots",
            "MAX_EPILOGUE_INPUTS", "FACT_ERR_EPILOGUE_INPUT", "FACT_ERR_PROBLEM", "STATUS_BASE"]
@@ -115,6 +118,16 @@ class GemmCall(KernelCall):
         self.epi_slots = epilogue_slots(self.epilogue, input_names) if self.epilogue else []
         index = role_indices(pattern, input_names)
         self._a, self._b, self._bias = (index.get(r) for r in ("a", "b", "bias"))
+        # A merged GEMM reads the weight and bias concatenated at load (gemm_merged.py), a
+        # SwiGLU GEMM the gate/up weight interleaved at load (gemm_swiglu.py).
+        self._merged = bool(merged_members(pattern)) or swiglu_of(pattern) is not None
+        b_at_load, bias_at_load = (merged_tensor_names(pattern) if merged_members(pattern)
+                                   else (swiglu_tensor_name(pattern), None))
+        self._merged_bound = self._merged and b_at_load in input_names
+        if self._merged_bound:
+            names = list(input_names)
+            self._b = names.index(b_at_load)
+            self._bias = names.index(bias_at_load) if bias_at_load in names else None
         # (input index, name, the plan's strides) of every input the plan has a type for.
         self._strides = [(i, name, expected[name]["strides"])
                          for i, name in enumerate(input_names) if name in expected]
@@ -124,12 +137,12 @@ class GemmCall(KernelCall):
     def check(self, inputs: Sequence[torch.Tensor]) -> str:
         """GEMM arguments come from the plan's leading dimensions: every input must have the
         plan's strides exactly, and be 16-byte aligned. A merged GEMM (the problem's
-        ``"merged"``: one GEMM over concatenated weights, discovery's merge) is not bound
-        yet: its nodes run as ATen, with that reason."""
-        if self._problem.get("merged"):
-            names = ", ".join(str(m.get("output")) for m in self._problem["merged"])
-            return (f"merged GEMM ({names}): the runtime does not yet pass the concatenated "
-                    f"weight and the outputs' views, so its ATen nodes run")
+        ``"merged"``) or a SwiGLU one (``"swiglu"``) runs only when bound with its weight made
+        at load (:meth:`Gemm.kernel_io`; not with buckets): otherwise its nodes run as ATen,
+        with that reason."""
+        if self._merged and not self._merged_bound:
+            return ("a merged or SwiGLU GEMM with buckets: the runtime passes the weight made "
+                    "at load only to an unbucketed pattern, so its ATen nodes run")
         for i, name, want in self._strides:
             t = inputs[i]
             if list(t.stride()) != want:
@@ -201,6 +214,28 @@ class Gemm(Family):
     def bind(self, pattern: Mapping, input_names: Sequence[str],
              expected: Mapping[str, dict]) -> GemmCall:
         return GemmCall(pattern, input_names, expected)
+
+    def kernel_io(self, pattern: Mapping, input_names: Sequence[str],
+                  types: Mapping[str, dict | None]) -> KernelIO | None:
+        """A merged GEMM reads its weights concatenated at load and writes ``[..., N]``, of
+        which the members' outputs are views (:func:`fact.families.gemm_merged.merged_io`); a
+        SwiGLU GEMM reads the gate/up weight interleaved at load
+        (:func:`fact.families.gemm_swiglu.swiglu_io`)."""
+        if merged_members(pattern):
+            return merged_io(pattern, types)
+        return swiglu_io(pattern, types) if swiglu_of(pattern) is not None else None
+
+    def emit(self, builder: ModuleBuilder, site: KernelSite) -> None:
+        """One call; a merged GEMM's also makes the concatenated weight at load and views, a
+        SwiGLU GEMM's the interleaved weight."""
+        if site.pattern.get("buckets"):
+            default_emit(builder, site)
+        elif merged_members(site.pattern):
+            emit_merged(builder, site)
+        elif swiglu_of(site.pattern) is not None:
+            emit_swiglu(builder, site)
+        else:
+            default_emit(builder, site)
 
     def error_text(self, code: int) -> str:
         """The family's codes, CUDA errors, and ``100 + cutlass::Status``."""

@@ -27,6 +27,18 @@ std::string cutlass_layout(Layout l) {
 
 }  // namespace
 
+std::map<std::string, std::string> config_placeholders(const GemmConfig& c) {
+  const bool coop = c.schedule == Schedule::Cooperative;
+  return {{"TILE_M", std::to_string(c.tile_m)},
+          {"TILE_N", std::to_string(c.tile_n)},
+          {"TILE_K", std::to_string(c.tile_k)},
+          {"CLUSTER_M", std::to_string(c.cluster_m)},
+          {"CLUSTER_N", std::to_string(c.cluster_n)},
+          {"SCHEDULE", coop ? "cooperative" : "pingpong"},
+          {"KERNEL_SCHEDULE", coop ? "cutlass::gemm::KernelTmaWarpSpecializedCooperative"
+                                   : "cutlass::gemm::KernelTmaWarpSpecializedPingpong"}};
+}
+
 std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const bool coop = c.schedule == Schedule::Cooperative;
   const bool transpose = gemm_transposes_problem(f);
@@ -37,7 +49,8 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
   const std::string staging = f.stage_a && f.stage_b ? "A and B" : f.stage_a ? "A" : f.stage_b ? "B" : "none";
   const bool evt = !f.epilogue_tree.is_null();
   const EvtSource fusion = evt ? render_evt(f.epilogue_tree, f.epilogue_broadcast) : plain_fusion();
-  return fill_placeholders(embedded::kGemmSm90Template, {
+  std::map<std::string, std::string> values = config_placeholders(c);
+  values.insert({
       {"NAME", name},
       {"SYMBOL", kernel_symbol(name)},
       {"ABI", embedded::kKernelAbiHeader},
@@ -66,14 +79,6 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"FUSION_DECLS", fusion.declarations},
       {"FUSION_ARGS", fusion.arguments},
       {"TRANSPOSE_PROBLEM", transpose ? "true" : "false"},
-      {"TILE_M", std::to_string(c.tile_m)},
-      {"TILE_N", std::to_string(c.tile_n)},
-      {"TILE_K", std::to_string(c.tile_k)},
-      {"CLUSTER_M", std::to_string(c.cluster_m)},
-      {"CLUSTER_N", std::to_string(c.cluster_n)},
-      {"SCHEDULE", coop ? "cooperative" : "pingpong"},
-      {"KERNEL_SCHEDULE", coop ? "cutlass::gemm::KernelTmaWarpSpecializedCooperative"
-                               : "cutlass::gemm::KernelTmaWarpSpecializedPingpong"},
       {"EPILOGUE_SCHEDULE", coop ? "cutlass::epilogue::TmaWarpSpecializedCooperative"
                                  : "cutlass::epilogue::TmaWarpSpecialized"},
       {"SCHEDULER", c.scheduler == TileScheduler::Persistent ? "persistent" : "stream-K"},
@@ -83,6 +88,7 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"EPILOGUE", std::string(evt ? "a fused elementwise tail (EVT)" : f.bias_n ? "alpha * acc + bias[n]" : "alpha * acc") +
                        (f.align1_d ? ", D stored without TMA (alignment 1)" : "")},
   });
+  return fill_placeholders(embedded::kGemmSm90Template, values);
 }
 
 }  // namespace fact::realize

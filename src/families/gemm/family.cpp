@@ -17,6 +17,7 @@
 #include "families/gemm/epilogue/tail_verify.h"
 #include "families/gemm/rule.h"
 #include "families/gemm/space.h"
+#include "families/gemm/swiglu_realize.h"
 #include "families/gemm/verify_tune.h"
 #include "families/gemm/vetted.h"
 
@@ -140,6 +141,8 @@ class GemmFamily final : public Family {
 
   std::unique_ptr<PatternRealization> plan(const json& pat, const PlanContext& ctx,
                                            std::map<std::string, BuildRequest>& requests) const override {
+    // SwiGLU over the interleaved gate/up weight: its own kernels (swiglu_realize.h).
+    if (pat.at("problem").contains("swiglu")) return plan_swiglu(pat, ctx, requests);
     auto w = std::make_unique<GemmPattern>();
     w->problem = gemm_problem_from_json(pat.at("problem"));
     // The elementwise tail discovery found: fused into the kernel's epilogue when it can be.
@@ -202,6 +205,9 @@ class GemmFamily final : public Family {
     for (const auto& m : p.value("merged", json::array()))
       merged += fmt::format("{}%{} N={}", merged.empty() ? " merged(" : ", ", m.value("output", "?"), m.value("n", 0));
     if (!merged.empty()) merged += ")";
+    if (const json& s = p.value("swiglu", json()); s.is_object())  // swiglu.h: silu(gate) * up, H columns
+      merged += fmt::format(" swiglu(%{}, %{} H={})", s.value("gate", json::object()).value("output", "?"),
+                            s.value("up", json::object()).value("output", "?"), s.value("hidden", 0));
     return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
                        p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
                        p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "",

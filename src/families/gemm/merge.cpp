@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "discover/canonical/passes.h"
+#include "families/gemm/swiglu_merge.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -27,6 +28,8 @@ std::string operand(const Pattern& p, const std::string& role) {
 std::string alone(const graph::GraphIndex& g, const Pattern& p) {
   if (p.epilogue) return "it has an epilogue of its own";
   if (p.problem.value("l", 1) != 1) return "it is batched";
+  if (p.problem.value("bias", nlohmann::ordered_json()) == "m")
+    return "its bias is a column along M (one GEMM adds one bias per row, not one per member)";
   if (p.problem.value("layout_b", "") != "col" || p.problem.value("ldb", 0) != p.problem.value("k", -1))
     return "its B is not a [N, K] weight read in place (layout_b col, ldb = K)";
   const graph::Placeholder* b = g.placeholder(operand(p, "b"));
@@ -57,6 +60,26 @@ std::string read_by_pattern(const graph::GraphIndex& g, const std::string& value
       if (canonical::aliases_first_arg(u->op))
         for (const auto& o : u->outputs) todo.push_back(o.name);
     }
+  }
+  return "";
+}
+
+// Why a view of `p`'s output could not read the merged result ("" when every one can):
+// the output becomes a view with row stride N, so a `view` that splits the last dim stays
+// a view, but one whose trailing dims do not multiply to N_i exactly would cross rows.
+std::string view_crosses_rows(const graph::GraphIndex& g, const Pattern& p) {
+  const int64_t ni = p.problem.value("n", int64_t(0));
+  for (const graph::Node* u : g.users(p.output)) {
+    if (u->op != "aten.view.default" && u->op != "aten._unsafe_view.default") continue;
+    if (u->outputs.empty() || !u->outputs[0].type) continue;
+    const std::vector<int64_t>& shape = u->outputs[0].type->shape;
+    int64_t suffix = 1;
+    bool split = ni == 1;
+    for (auto it = shape.rbegin(); it != shape.rend() && suffix < ni; ++it)
+      if ((suffix *= *it) == ni) split = true;
+    if (!split)
+      return fmt::format("%{} views its output %{} across rows, which a strided view of the merged result cannot be",
+                         u->name, p.output);
   }
   return "";
 }
@@ -108,6 +131,7 @@ void merge_into(const graph::GraphIndex& g, Pattern& first, std::vector<const Pa
 }  // namespace
 
 void merge_gemms(const graph::GraphIndex& g, Plan& plan) {
+  merge_swiglu(g, plan);  // first: it takes the gate's tail and the up GEMM (swiglu_merge.h)
   std::map<std::string, std::string> owner;  // node -> pattern id (its nodes and its tail's)
   for (const auto& p : plan.patterns) {
     for (const auto& n : p.nodes) owner[n] = p.id;
@@ -124,10 +148,11 @@ void merge_gemms(const graph::GraphIndex& g, Plan& plan) {
     for (Pattern* p : group) {
       std::string why = alone(g, *p);
       if (why.empty()) why = read_by_pattern(g, p->output, owner, p->id);
+      if (why.empty()) why = view_crosses_rows(g, *p);
       if (why.empty() && !open.empty()) why = differs(*p, *open[0]);
       if (why.empty()) {
         open.push_back(p);
-      } else {
+      } else if (p->merge_stop.empty()) {  // SwiGLU's reason (merge_swiglu), when it has one, stays
         p->merge_stop = fmt::format("reads %{} as other GEMMs do, not merged: {}", a, why);
       }
     }

@@ -15,7 +15,8 @@ namespace fact::discover::rules {
 /// pattern's output, the others its extra outputs; operands a, b, bias, then b1, bias1, ...
 /// A member whose output reaches, through views, a node of another pattern (which assumed
 /// the output's strides) stays alone, and so does one with another layout: its merge_stop
-/// says why.
+/// says why. SwiGLU's gate and up GEMMs are merged first, into one pattern of their own
+/// (swiglu_merge.h).
 void merge_gemms(const graph::GraphIndex& graph, Plan& plan);
 
 }  // namespace fact::discover::rules

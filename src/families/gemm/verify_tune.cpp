@@ -41,6 +41,20 @@ std::vector<Draw> draws_for(const GemmProblem& p) {
 
 }  // namespace
 
+std::string read_compare_stats(const CompareStats* stats_device, int64_t elements, GpuContext& gpu,
+                               CandidateOutcome& o, CompareStats& st, double& max_rel) {
+  FACT_CUDA(cudaMemcpyAsync(&st, stats_device, sizeof st, cudaMemcpyDeviceToHost, gpu.stream()));
+  gpu.sync();
+  const auto errors = relative_errors(st.max_abs_err, st.max_abs_ref, st.sum_sq_err, st.sum_sq_ref);
+  max_rel = errors.max_rel;
+  o.max_rel_err = std::max(o.max_rel_err, errors.max_rel);
+  o.fro_rel_err = std::max(o.fro_rel_err, errors.fro_rel);
+  if (st.max_abs_ref == 0) return "reference is all zeros: this draw cannot tell right from wrong";
+  if (st.nonfinite) return fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
+  if (st.differs_from_first == 0 && elements > 1) return "output is one constant value";
+  return "";
+}
+
 std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision policy,
                                               std::vector<std::unique_ptr<GemmCandidate>>& cands,
                                               GpuContext& gpu, int warmup, int trials, bool verbose,
@@ -98,23 +112,16 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
                              p.batch_stride_d, stats_dev.as<CompareStats>(), s);
       }
       CompareStats st{};
-      FACT_CUDA(cudaMemcpyAsync(&st, stats_dev.get(), sizeof st, cudaMemcpyDeviceToHost, s));
-      gpu.sync();
-      const auto [max_rel, fro_rel] = relative_errors(st.max_abs_err, st.max_abs_ref, st.sum_sq_err, st.sum_sq_ref);
-      o.max_rel_err = std::max(o.max_rel_err, max_rel);
-      o.fro_rel_err = std::max(o.fro_rel_err, fro_rel);
-      std::string why;
-      if (st.max_abs_ref == 0) why = "reference is all zeros: this draw cannot tell right from wrong";
-      else if (st.nonfinite) why = fmt::format("{} output elements NaN/Inf (unwritten or overflow)", st.nonfinite);
-      else if (st.differs_from_first == 0 && p.m * p.n * p.l > 1) why = "output is one constant value";
-      else if (tail && st.over_bound) {
+      double max_rel = 0;
+      std::string why = read_compare_stats(stats_dev.as<CompareStats>(), p.m * p.n * p.l, gpu, o, st, max_rel);
+      if (why.empty() && tail && st.over_bound) {
         const int64_t e = int64_t(st.witness_index), j = e % p.n, i = (e / p.n) % p.m, b = e / (p.n * p.m);
         why = fmt::format("{} elements beyond their error bound (max rel err {:.3g}); e.g. D[{}, {}, {}]: GEMM "
                           "value {:.9g} (float64), tail reference {:.9g}, kernel {:.9g}, bound {:.3g}",
                           st.over_bound, max_rel, b, i, j, st.witness_acc, st.witness_ref, st.witness_value,
                           st.witness_bound);
       }
-      else if (!tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
+      else if (why.empty() && !tail && !(max_rel <= tol)) why = fmt::format("max rel err {:.3g} > tolerance {:.3g}", max_rel, tol);
       if (verbose) std::fprintf(stderr, "  verify %-70s %-10s max_rel_err %.3g %s\n", o.kernel.c_str(), draw.name, max_rel, why.c_str());
       return why;
     });

@@ -30,6 +30,14 @@ constexpr double kAtenPassBandwidth = 0.9 * 4.23e12;
 /// either way), at kAtenPassBandwidth.
 double aten_tail_ms(const GemmProblem& p);
 
+/// What a GEMM check reads back after a compare kernel: *stats_device copied into `st`
+/// (synchronizing), o's max and Frobenius relative errors updated (`max_rel` is this draw's),
+/// and the reason every GEMM output fails whatever its reference (an all-zero reference,
+/// NaN/Inf where the reference is finite, one constant value over more than one of its
+/// `elements`), or "".
+std::string read_compare_stats(const CompareStats* stats_device, int64_t elements, GpuContext& gpu,
+                               CandidateOutcome& o, CompareStats& st, double& max_rel);
+
 /// Verifies every candidate on several draws (normal, normal with another seed, uniform
 /// [0,1), large magnitude, small magnitude) against the float64 reference, with D poisoned
 /// (NaN) before each run; then times the survivors alternating round by round, with an L2

@@ -31,6 +31,8 @@ size_t fk_offsetof_epi_batch_stride(void) { return offsetof(FactGemmArgs, epi_ba
 int fk_can_implement_calls = 0;
 int fk_last_splits = -1, fk_last_raster = -1, fk_last_swizzle = -1;
 int fk_last_epi_null = -1;
+long long fk_last_n = -1, fk_last_ldb = -1, fk_last_ldd = -1;
+const void *fk_last_b = 0, *fk_last_bias = 0;
 int fk_can_implement(const FactGemmArgs* a) { ++fk_can_implement_calls; return a->k > 0 ? 0 : 1; }
 size_t fk_workspace_bytes(const FactGemmArgs* a) { return 64; }
 /* alpha * (A B)[l, i, j] + beta * bias[j], A row-major, B row-major (b_row) or column-major. */
@@ -46,6 +48,8 @@ int fk_run(const FactGemmArgs* p, void* ws, size_t ws_bytes, void* stream) {
   if (ws == 0 || ws_bytes < 64) return FACT_ERR_WORKSPACE;
   fk_last_splits = p->splits; fk_last_raster = p->raster; fk_last_swizzle = p->swizzle;
   fk_last_epi_null = !p->epi[0] && !p->epi[1] && !p->epi[2] && !p->epi[3];
+  fk_last_n = p->n; fk_last_ldb = p->ldb; fk_last_ldd = p->ldd;
+  fk_last_b = p->b; fk_last_bias = p->bias;
   if (p->bias && p->beta != 1.0f) return 7;
   float* D = p->d;
   for (long l = 0; l < p->l; ++l)
@@ -418,38 +422,3 @@ def test_fused_tensor_input_gets_its_strides(tmp_path, fake_library: str) -> Non
     assert "strides [32, 8, 1]" in fm.bindings["p0"].last_fallback_reason
 
 
-class _TwoProjections(nn.Module):
-    """q and k of the same x: discovery merges them into one GEMM (N = 8 + 4)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.q, self.k = nn.Linear(16, 8), nn.Linear(16, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([self.q(x), self.k(x)], dim=1) * 2.0
-
-
-def test_merged_gemm_runs_its_aten_nodes_until_the_runtime_binds_it(tmp_path, fake_library) -> None:
-    """A merged GEMM's kernel writes [M, 12] from the concatenated weight: the runtime does
-    not build that weight or the outputs' views yet, so the pattern must never call the kernel
-    with q's weight alone; its two Linears run as ATen, with the reason."""
-    model = _TwoProjections()
-    graph = export(model, [torch.randn(4, 16)])
-    merged = [{"output": "linear", "b": "p_q_weight", "bias": "p_q_bias", "n": 8, "offset": 0},
-              {"output": "linear_1", "b": "p_k_weight", "bias": "p_k_bias", "n": 4, "offset": 8}]
-    pattern = {"id": "p0", "rule": "gemm", "nodes": ["linear", "linear_1"], "output": "linear",
-               "operands": {"a": "x", "b": "p_q_weight", "bias": "p_q_bias",
-                            "b1": "p_k_weight", "bias1": "p_k_bias"},
-               "problem": {"kind": "gemm", "m": 4, "n": 12, "k": 16, "l": 1, "layout_a": "row",
-                           "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 12,
-                           "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
-                           "bias": "n", "alpha": 1.0, "beta": 1.0, "merged": merged},
-               "impl": "cutlass", "kernel": "fake_host_gemm_f32_tn", "symbol": "fk",
-               "workspace_bytes": 0, "verified": True}
-    fm = load(write_artifact(tmp_path, graph, [pattern], fake_library), model)
-    binding = fm.bindings["p0"]
-    binding.device_type = "cpu"  # the stand-in kernel would run on host memory
-    x = torch.randn(4, 16)
-    assert torch.equal(fm(x), model(x))
-    assert fm.fallback_counts() == {"p0": 1}
-    assert "merged GEMM (linear, linear_1)" in binding.last_fallback_reason
