@@ -116,6 +116,9 @@ GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
     if (n.op.empty()) throw Error("node '" + n.name + "' has an empty op (expected \"aten.<op>.<overload>\")");
     if (!is_op_name(n.op))
       throw Error("node '" + n.name + "' has op '" + n.op + "', which is not an op name (a letter or '_', then letters, digits, '_' and '.', as in aten.mm.default)");
+    for (const auto& [k, a] : n.kwargs)
+      if (!is_op_name(k))  // the text form reads a keyword as the same kind of word as an op
+        throw Error("node '" + n.name + "' has keyword argument '" + k + "', which is not a name (a letter or '_', then letters, digits, '_' and '.', as in dtype)");
     auto use = [&](const std::string& ref) {
       auto it = values_.find(ref);
       if (it == values_.end())

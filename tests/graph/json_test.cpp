@@ -102,6 +102,16 @@ TEST(GraphJson, ANumberTooLargeForItsTypeIsAnErrorNotAnAbort) {
             "graph JSON: [json.exception.out_of_range.406] number overflow parsing '1E999999'");
 }
 
+TEST(GraphJson, AKeywordThatTheTextFormCannotReadIsAnError) {
+  // Found by fuzz_graph_json: a keyword argument "du:type" was read, but its text could not
+  // be read back.
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {"du:type": 1},
+                    "outputs": [{"name": "n", "type": {"dtype": "float32", "shape": [2], "strides": [1]}}]})")),
+            "node 'n' has keyword argument 'du:type', which is not a name (a letter or '_', then letters, digits, "
+            "'_' and '.', as in dtype)");
+}
+
 TEST(GraphJson, AnEmptyOpIsAnError) {
   // An empty op was read, but the text form it prints cannot be read back.
   EXPECT_EQ(read_error(graph_with_node(R"({"name": "n", "op": "", "args": [], "kwargs": {}, "outputs": []})")),
