@@ -1,7 +1,7 @@
 // The fused-attention kernel family: which kernel a problem and a precision policy call for,
 // its tuning space, a cost model that ranks it, and the procedural kernel names. Two
 // members: templates/attention_sm80.cu.in (mma.sync, FlashAttention-2's schedule; every
-// dtype and policy) and templates/attention_sm90.cu.in (WGMMA + TMA, warp-specialized,
+// dtype and policy) and templates/attention_sm90*.cu.in (WGMMA + TMA, warp-specialized,
 // sm_90a only; bf16/fp16 inputs only, space_sm90.h).
 //
 // A kernel is fixed by (tensor-core math, element type, head dim, mask kind) from the

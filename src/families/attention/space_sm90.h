@@ -1,4 +1,4 @@
-// The sm90 member of the attention family (templates/attention_sm90.cu.in: WGMMA + TMA,
+// The sm90 member of the attention family (templates/attention_sm90*.cu.in: WGMMA + TMA,
 // a producer warpgroup and one or two consumer warpgroups, FlashAttention-3's schedule):
 // when it applies, its configurations, their shared memory and registers as the template
 // computes them, its cost model and its kernel names. space.h merges it with the sm80
