@@ -102,13 +102,14 @@ SYMBOL = {"causal": "fa_causal", "none": "fa_none", "additive": "fa_additive"}
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", ["llama", "gpt2", "bert"])
+@pytest.mark.parametrize("name", ["llama", "mistral", "gpt2", "bert"])
 def test_layer_runs_its_attention_on_the_stand_in_kernel(name, impl, factc, tmp_path,
                                                          attention_library: str) -> None:
     """With head dim 8 (the stand-in kernel's), the plan's attention pattern — the mask's
     builders and the nodes the canonical form dropped among its nodes — runs through the
-    runtime on the exported graph and gives the model's output."""
-    from attention_cases import attn_artifact, attn_pattern
+    runtime on the exported graph and gives the model's output; Mistral's sliding window
+    (4 of 8 tokens) reaches the kernel as the args' window."""
+    from attention_cases import attn_artifact, attn_pattern, last_args
     from fact.runtime import load
 
     torch.manual_seed(0)
@@ -130,12 +131,14 @@ def test_layer_runs_its_attention_on_the_stand_in_kernel(name, impl, factc, tmp_
                if p["rule"] == "attention"]
     pattern = attn_pattern(attn["nodes"], attn["output"], attn["operands"], attn["problem"],
                            SYMBOL[attn["problem"]["mask"]])
-    fm = load(attn_artifact(tmp_path, graph, [pattern], attention_library), model)
+    art = attn_artifact(tmp_path, graph, [pattern], attention_library)
+    fm = load(art, model)
     fm.bindings["p0"].device_type = "cpu"  # host memory is the stand-in's device
     with torch.no_grad():
         out, want = fm(x), model(x)
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {"p0": 0} and fm.disabled_patterns() == {}
+    assert last_args(art).window == (WINDOW if name == "mistral" else 0)
     assert not set(fm.aten_nodes()) & set(attn["nodes"])  # the dropped nodes inside go with it
     ops = {n["name"]: n["op"] for n in graph["nodes"]}
     assert not {ops[n] for n in fm.aten_nodes()} & {"aten.softmax.int", "aten.scaled_dot_product_attention.default"}
