@@ -18,7 +18,6 @@ import pathlib
 import subprocess
 import sys
 import tempfile
-import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
@@ -28,18 +27,13 @@ import torch  # noqa: E402
 
 from fact.export import export, write_graph  # noqa: E402
 from fact.load_time import constant_cones  # noqa: E402
-from test_hf_layers import EXPECTED, T, Hidden, _config  # noqa: E402  (the layers, defined once)
+from test_hf_layers import EXPECTED, T, layer  # noqa: E402  (the layers, defined once)
 
 
 def plan_of(name: str, impl: str, factc: str, work: pathlib.Path) -> tuple[dict, dict]:
     """The graph of one layer of model `name` with attention `impl`, and the plan factc
     discovers for it."""
-    torch.manual_seed(0)
-    config, cls = _config(name, impl)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = Hidden(cls(config).eval())
-    x = torch.randn(2, 3, 32, 32) if name == "vit" else torch.randint(0, 128, (2, T))
+    model, x = layer(name, impl)
     graph, plan = work / f"{name}-{impl}.graph.json", work / f"{name}-{impl}.plan.json"
     with torch.no_grad():
         g = export(model, [x])

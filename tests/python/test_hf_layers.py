@@ -60,6 +60,18 @@ class Hidden(torch.nn.Module):
         return self.model(input_ids=x, **kw).last_hidden_state
 
 
+def layer(name: str, impl: str) -> tuple[Hidden, torch.Tensor]:
+    """One layer of model ``name`` with attention ``impl`` in eval mode (seed 0) and an input
+    for it (token ids, or a ViT image); bench/hf_layer_plans.py prints its plan."""
+    torch.manual_seed(0)
+    config, cls = _config(name, impl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Hidden(cls(config).eval())
+    x = torch.randn(2, 3, 32, 32) if name == "vit" else torch.randint(0, 128, (2, T))
+    return model, x
+
+
 # model -> (what its attention's mask must be proven, the window)
 EXPECTED = {"llama": ("causal", None), "mistral": ("causal", WINDOW), "qwen2": ("causal", None),
             "gpt2": ("causal", None), "bert": ("none", None), "vit": ("none", None),
@@ -70,12 +82,7 @@ ROPE = {"llama", "mistral", "qwen2"}  # the decoders with rotary embeddings
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_layer_attention_is_matched_and_its_mask_proven(name, impl, factc, tmp_path) -> None:
-    torch.manual_seed(0)
-    config, cls = _config(name, impl)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = Hidden(cls(config).eval())
-    x = torch.randn(2, 3, 32, 32) if name == "vit" else torch.randint(0, 128, (2, T))
+    model, x = layer(name, impl)
     with torch.no_grad():
         write_graph(export(model, [x]), tmp_path / "graph.json")
     subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o", str(tmp_path / "plan.json")],
