@@ -1,5 +1,5 @@
 """Kernel-level check of the fused-attention templates (src/families/attention/templates/attention_sm80.cu.in
-and, with --sm90, attention_sm90.cu.in).
+and, with --sm90, the attention_sm90*.cu.in parts).
 
 Renders a few configurations, compiles each into a shared library with nvcc, then (on a GPU)
 verifies each against a float64 PyTorch reference on fresh random inputs laid out as the
@@ -78,13 +78,15 @@ def build(cfg, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path, float,
 
 # ------------------------------------------------------------------ sm90 (WGMMA + TMA) kernels
 
-TEMPLATE_SM90 = ROOT / "src/families/attention/templates/attention_sm90.cu.in"
+# The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM90_PARTS).
+TEMPLATE_SM90_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
+                       ("attention_sm90", "attention_sm90_ptx", "attention_sm90_kernel", "attention_sm90_launch")]
 CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/cutlass/include"))
 
 
 @dataclasses.dataclass(frozen=True)
 class Sm90:
-    """One configuration of attention_sm90.cu.in (its placeholders)."""
+    """One configuration of the attention_sm90 template (its placeholders)."""
 
     io: str            # bf16 | f16: Q/K/V/O element
     d: int             # head dim
@@ -117,7 +119,7 @@ class Sm90:
 
 
 def render_sm90(c: Sm90) -> tuple[str, str]:
-    text = TEMPLATE_SM90.read_text()
+    text = "".join(part.read_text() for part in TEMPLATE_SM90_PARTS)
     subs = {"NAME": c.name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[c.io], "HEAD_DIM": str(c.d),
             "MASK": str(MASKS[c.mask]), "BLOCK_M": str(c.bm), "BLOCK_N": str(c.bn),
             "STAGES": str(c.stages), "CONSUMER_WG": str(c.wg), "OVERLAP": str(c.overlap),

@@ -211,6 +211,8 @@ class KernelSite:
         defines: the graph values the call makes: the output, then the extra outputs.
         emit: the family's emitter (:meth:`fact.families.Family.emit`), called with the
             builder and this site.
+        load_time_inputs: input values to compute once at load when they depend only on
+            constants of the export (:mod:`fact.load_time`; the rope tables).
     """
 
     target: str
@@ -219,6 +221,7 @@ class KernelSite:
     input_names: list[str]
     defines: list[str]
     emit: Callable[["ModuleBuilder", "KernelSite"], None]
+    load_time_inputs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -500,6 +503,13 @@ def generate(graph: Mapping, sites: Sequence[KernelSite],
         for r in node_inputs(n):
             if owner.get(n["name"]) is not owner.get(producer.get(r, "")):
                 read_outside.add(r)
+    # Kernel inputs made from constants alone are computed at load (fact.load_time, which
+    # reads this module's helpers: imported here).
+    from fact import load_time
+    cones = load_time.constant_cones(graph, [v for s in sites for v in s.load_time_inputs], set(owner))
+    folded = {c.value for c in cones}
+    outside_readers = {r: 1 for o in graph["outputs"] for r in refs_of(decode_arg(o))}
+    outside_readers.update({v: 1 for s in sites for v in s.input_names if v not in folded})
     items: list[_Item] = []
     kept: set[str] = set()
     for site in sites:
@@ -509,14 +519,19 @@ def generate(graph: Mapping, sites: Sequence[KernelSite],
         items.append(_Item(position[out_node], list(site.input_names), list(site.defines),
                            site=site))
     made_by_kernel = {v for s in sites for v in s.defines}
+    running = {name for name in nodes if name not in owner or name in kept}
+    dropped = load_time.droppable_nodes(graph, cones, outside_readers, running)
     for name, n in nodes.items():
-        if name in owner and name not in kept:
+        if (name in owner and name not in kept) or name in dropped:
             continue
         makes = [o for o in _outputs(n) if o not in made_by_kernel]
         items.append(_Item(position[name], node_inputs(n), makes, node=n))
     symbols = symbol_dims([(i["name"], i.get("type")) for i in graph["inputs"]],
                           set(graph.get("symbols") or ())) if graph.get("symbols") else {}
     builder = ModuleBuilder([i["name"] for i in graph["inputs"]] + list(tensor_names), symbols)
+    for cone in cones:
+        compute = generate_nodes(cone.nodes, cone.sources, [cone.value])
+        builder.define(cone.value, builder.load_time_tensor(f"fact_table_{cone.value}", compute, cone.sources))
     aten = _place(builder, items)
     module = builder.finish([decode_arg(o) for o in graph["outputs"]])
     return module, aten, builder.load_time

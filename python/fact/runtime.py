@@ -272,8 +272,10 @@ class FactModule(torch.nn.Module):
                 self._proven_buffers[pat["id"]] = buffers
             self.bindings[pat["id"]] = binding
             kernel = FactKernel(binding, register_binding(binding))
+            operands = pat.get("operands") or {}
             sites.append(KernelSite(f"fact_{pat['id']}", kernel, pat, graph_inputs, defines,
-                                    binding.family.emit))
+                                    binding.family.emit,
+                                    [operands[r] for r in binding.family.load_time_roles if r in operands]))
         return sites
 
     @staticmethod

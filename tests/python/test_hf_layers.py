@@ -60,6 +60,18 @@ class Hidden(torch.nn.Module):
         return self.model(input_ids=x, **kw).last_hidden_state
 
 
+def layer(name: str, impl: str) -> tuple[Hidden, torch.Tensor]:
+    """One layer of model ``name`` with attention ``impl`` in eval mode (seed 0) and an input
+    for it (token ids, or a ViT image); bench/hf_layer_plans.py prints its plan."""
+    torch.manual_seed(0)
+    config, cls = _config(name, impl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = Hidden(cls(config).eval())
+    x = torch.randn(2, 3, 32, 32) if name == "vit" else torch.randint(0, 128, (2, T))
+    return model, x
+
+
 # model -> (what its attention's mask must be proven, the window)
 EXPECTED = {"llama": ("causal", None), "mistral": ("causal", WINDOW), "qwen2": ("causal", None),
             "gpt2": ("causal", None), "bert": ("none", None), "vit": ("none", None),
@@ -70,12 +82,7 @@ ROPE = {"llama", "mistral", "qwen2"}  # the decoders with rotary embeddings
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_layer_attention_is_matched_and_its_mask_proven(name, impl, factc, tmp_path) -> None:
-    torch.manual_seed(0)
-    config, cls = _config(name, impl)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = Hidden(cls(config).eval())
-    x = torch.randn(2, 3, 32, 32) if name == "vit" else torch.randint(0, 128, (2, T))
+    model, x = layer(name, impl)
     with torch.no_grad():
         write_graph(export(model, [x]), tmp_path / "graph.json")
     subprocess.run([factc, "discover", str(tmp_path / "graph.json"), "-o", str(tmp_path / "plan.json")],
@@ -102,13 +109,14 @@ SYMBOL = {"causal": "fa_causal", "none": "fa_none", "additive": "fa_additive"}
 
 
 @pytest.mark.parametrize("impl", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", ["llama", "gpt2", "bert"])
+@pytest.mark.parametrize("name", ["llama", "mistral", "gpt2", "bert"])
 def test_layer_runs_its_attention_on_the_stand_in_kernel(name, impl, factc, tmp_path,
                                                          attention_library: str) -> None:
     """With head dim 8 (the stand-in kernel's), the plan's attention pattern — the mask's
     builders and the nodes the canonical form dropped among its nodes — runs through the
-    runtime on the exported graph and gives the model's output."""
-    from attention_cases import attn_artifact, attn_pattern
+    runtime on the exported graph and gives the model's output; Mistral's sliding window
+    (4 of 8 tokens) reaches the kernel as the args' window."""
+    from attention_cases import attn_artifact, attn_pattern, last_args
     from fact.runtime import load
 
     torch.manual_seed(0)
@@ -130,12 +138,14 @@ def test_layer_runs_its_attention_on_the_stand_in_kernel(name, impl, factc, tmp_
                if p["rule"] == "attention"]
     pattern = attn_pattern(attn["nodes"], attn["output"], attn["operands"], attn["problem"],
                            SYMBOL[attn["problem"]["mask"]])
-    fm = load(attn_artifact(tmp_path, graph, [pattern], attention_library), model)
+    art = attn_artifact(tmp_path, graph, [pattern], attention_library)
+    fm = load(art, model)
     fm.bindings["p0"].device_type = "cpu"  # host memory is the stand-in's device
     with torch.no_grad():
         out, want = fm(x), model(x)
     torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
     assert fm.fallback_counts() == {"p0": 0} and fm.disabled_patterns() == {}
+    assert last_args(art).window == (WINDOW if name == "mistral" else 0)
     assert not set(fm.aten_nodes()) & set(attn["nodes"])  # the dropped nodes inside go with it
     ops = {n["name"]: n["op"] for n in graph["nodes"]}
     assert not {ops[n] for n in fm.aten_nodes()} & {"aten.softmax.int", "aten.scaled_dot_product_attention.default"}

@@ -50,7 +50,8 @@ class FactAttentionArgs(ctypes.Structure):
     seq_q, head_dim]``, K and V ``[batch, kv_heads, seq_k, head_dim]``, O has Q's logical
     shape; each tensor's last dimension is contiguous and its batch, head and row strides
     are given. ``mask`` is NULL unless the kernel reads a mask tensor (additive: Q's dtype;
-    keep/drop: one byte per element); a broadcast mask dimension has stride 0.
+    keep/drop: one byte per element); a broadcast mask dimension has stride 0. ``window``
+    (causal only): > 0 keeps the keys ``i - window < j <= i``, 0 every ``j <= i``.
     """
 
     _fields_ = [
@@ -67,6 +68,7 @@ class FactAttentionArgs(ctypes.Structure):
         ("mask", ctypes.c_void_p), ("mask_batch_stride", ctypes.c_int64),
         ("mask_head_stride", ctypes.c_int64), ("mask_row_stride", ctypes.c_int64),
         ("scale", ctypes.c_float), ("flags", ctypes.c_int32),
+        ("window", ctypes.c_int64),
     ]
 
 
@@ -212,12 +214,14 @@ def tril_mismatch(t: torch.Tensor) -> str:
 def summary(problem: Mapping) -> str:
     """One line naming an attention problem: mask kind, heads (GQA ratio), head dim, layout.
 
-    E.g. ``"mask causal, 8 heads (MHA), D 96, T 512x512, out bthd"``.
+    E.g. ``"mask causal, 8 heads (MHA), D 96, T 512x512, out bthd"``; a sliding window reads
+    ``"mask causal window 4096, ..."``.
     """
     h, hkv = int(problem.get("heads", 0)), int(problem.get("kv_heads", 0) or 1)
     heads = (f"{h} heads (MHA)" if h == hkv else
              f"{h} heads / {hkv} kv heads (GQA {h // hkv}:1)")
-    return (f"mask {problem.get('mask', '?')}, {heads}, D {problem.get('head_dim', '?')}, "
+    window = f" window {problem['window']}" if problem.get("window") else ""
+    return (f"mask {problem.get('mask', '?')}{window}, {heads}, D {problem.get('head_dim', '?')}, "
             f"T {problem.get('seq_q', '?')}x{problem.get('seq_k', '?')}, "
             f"out {problem.get('output_layout', '?')}")
 
@@ -336,7 +340,8 @@ class AttentionCall(KernelCall):
         ``strides.o``: ``o`` is the pattern output (contiguous, its graph shape), in which
         ``O[b, h, t, :]`` starts at ``b·so_b + h·so_h + t·so_t``. A mask tensor
         (additive/keep/drop) gets the strides :func:`mask_strides` gives (0 for a broadcast
-        dimension); otherwise ``mask`` is NULL and its strides 0.
+        dimension); otherwise ``mask`` is NULL and its strides 0. ``window`` is the problem's
+        (a causal mask's sliding window, 0 without one).
         """
         p = self._problem
         batch, heads, kv_heads, seq_q, seq_k, head_dim = _sizes(p)
@@ -348,7 +353,7 @@ class AttentionCall(KernelCall):
             head_dim=head_dim,
             q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(),
             o=o.data_ptr(), o_batch_stride=so[0], o_head_stride=so[1], o_row_stride=so[2],
-            scale=float(p["scale"]), flags=attention_flags(p))
+            scale=float(p["scale"]), flags=attention_flags(p), window=int(p.get("window", 0)))
         (args.q_batch_stride, args.q_head_stride, args.q_row_stride) = _bht_strides(q)
         (args.k_batch_stride, args.k_head_stride, args.k_row_stride) = _bht_strides(k)
         (args.v_batch_stride, args.v_head_stride, args.v_row_stride) = _bht_strides(v)

@@ -113,6 +113,8 @@ class Family(abc.ABC):
         graph_strided_output: the kernel writes its output with the strides the graph
             recorded for it (the runtime allocates it so), not contiguously: the layout the
             pattern reading it was planned for.
+        load_time_roles: operand roles whose values the generated module computes once at
+            load when they depend only on constants of the export (:mod:`fact.load_time`).
     """
 
     name: str
@@ -123,6 +125,7 @@ class Family(abc.ABC):
     errors: Mapping[int, str]
     aten_check_by_default: bool = False
     graph_strided_output: bool = False
+    load_time_roles: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<kernel family {self.name}>"

@@ -161,6 +161,7 @@ class Rope(Family):
               4: "FACT_ROPE_ERR_RANGE: more rows than the grid indexes"}
     aten_check_by_default = True
     graph_strided_output = True
+    load_time_roles = ("cos", "sin")  # tables from inv_freq and constant positions
 
     def check_pattern(self, pattern: Mapping, types: Mapping[str, dict | None]) -> None:
         check_pattern(pattern, types)

@@ -13,7 +13,9 @@
  * given. The kernel fixes the element type of Q/K/V/O (float32 with tf32 or bf16 tensor-
  * core math, or bfloat16/float16), the head dim, the mask kind and the tile (its name says
  * which). Mask kinds:
- *   causal   : key j takes part iff j <= i (top-left aligned, torch.tril(ones(Tq, Tk)));
+ *   causal   : key j takes part iff j <= i (top-left aligned, torch.tril(ones(Tq, Tk))) and,
+ *              with window W > 0, j > i - W (a sliding window: key blocks wholly left of
+ *              every row's window are skipped); window must be 0 for the other kinds;
  *   additive : mask(b,h,i,j) = M[b*mask_batch_stride + h*mask_head_stride +
  *              i*mask_row_stride + j], same dtype as Q (a stride may be 0: broadcast);
  *   keep     : boolean (uint8) mask, true = takes part (SDPA's bool attn_mask);
@@ -41,13 +43,14 @@ typedef struct FactAttentionArgs {
   const void* mask; int64_t mask_batch_stride, mask_head_stride, mask_row_stride;
   float scale;       /* multiplies q.k before the mask and the softmax */
   int32_t flags;     /* FACT_ATTN_FLAG_* */
+  int64_t window;    /* causal only: > 0 keeps keys i - window < j <= i; 0 none */
 } FactAttentionArgs;
 
 enum {
   FACT_ATTN_OK = 0,
   FACT_ATTN_ERR_SHAPE = 1,      /* head_dim differs from the kernel's, Hq % Hkv != 0, or a size <= 0 */
   FACT_ATTN_ERR_STRIDE = 2,     /* a stride or pointer breaks the kernel's 16-byte vector loads */
-  FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing */
+  FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing; a window < 0, or without causal */
   FACT_ATTN_ERR_RANGE = 4,      /* an index would overflow 32 bits where the kernel uses them */
   FACT_ATTN_ERR_CUDA_BASE = 10000
 };

@@ -26,6 +26,7 @@ FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, 
   }
   a.scale = float(p.scale);
   a.flags = attention_empty_row_zero(p) ? FACT_ATTN_FLAG_EMPTY_ROW_ZERO : 0;
+  a.window = p.window;
   return a;
 }
 
@@ -35,7 +36,7 @@ std::string return_code_text(int rc) {
   switch (rc) {
     case FACT_ATTN_ERR_SHAPE: return "shape: head_dim, a size or the head grouping";
     case FACT_ATTN_ERR_STRIDE: return "a stride or pointer breaks 16-byte vector loads";
-    case FACT_ATTN_ERR_MASK: return "mask given to a kernel without one, or missing";
+    case FACT_ATTN_ERR_MASK: return "mask given to a kernel without one, or missing, or a window without causal";
     case FACT_ATTN_ERR_RANGE: return "an index would overflow 32 bits";
     default: break;
   }

@@ -13,7 +13,8 @@
 namespace fact::realize {
 
 /// FactAttentionArgs for `p` on the given device operands (mask null without a mask tensor),
-/// with the flags the runtime passes (FACT_ATTN_FLAG_EMPTY_ROW_ZERO for form "sdpa").
+/// with the flags and the window the runtime passes (FACT_ATTN_FLAG_EMPTY_ROW_ZERO for form "sdpa";
+/// window = p.window).
 FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, const void* k, const void* v,
                                       void* o, const void* mask);
 

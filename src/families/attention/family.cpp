@@ -1,6 +1,6 @@
 // The attention family (families/family.h): rule `attention`, FACT's fused attention kernels
 // from templates/attention_sm80.cu.in and, on sm_90 for bf16/fp16 inputs,
-// templates/attention_sm90.cu.in (docs/04-realization.md, "Attention"), the vendor
+// templates/attention_sm90*.cu.in (docs/04-realization.md, "Attention"), the vendor
 // path's lower bound (cuBLAS's two GEMMs) as the vendor candidate, the float64 reference of
 // verify_kernels.cu, the C ABI of abi.h. The vendor candidate only bounds the ATen path:
 // fact optimize times the kernel against the pattern's ATen nodes in the module (docs/05).
@@ -42,12 +42,18 @@ class AttentionPattern final : public PatternRealization {
   }
 };
 
+// The mask kind, with its window: "causal window=4096".
+std::string mask_text(const json& p) {
+  const std::string kind = p.value("mask", "?");
+  return p.contains("window") ? fmt::format("{} window={}", kind, p.at("window").dump()) : kind;
+}
+
 std::string attention_text(const json& p) {
   const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
   const std::string heads = h == kv ? fmt::format("H={} (MHA)", h) : fmt::format("H={} Hkv={} (GQA {}:1)", h, kv, h / kv);
   return fmt::format("attention B={} {} Tq={} Tk={} D={} {} mask:{} out:{}", p.value("batch", 0LL), heads,
                      p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("head_dim", 0LL), p.value("dtype", "?"),
-                     p.value("mask", "?"), p.value("output_layout", "?"));
+                     mask_text(p), p.value("output_layout", "?"));
 }
 
 // The report's line for one attention pattern `m` (manifest entry) of realization `r`.
@@ -130,7 +136,7 @@ class AttentionFamilyDef final : public Family {
       const json r = compose::find_by_id(realized.at("patterns"), m.value("id", ""));
       const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
       s += fmt::format("- {}: mask {}, {} heads{}, head dim {}, Tq x Tk {}x{}, {}, output {} — {}\n", m.value("id", ""),
-                       p.value("mask", "?"), h, h == kv ? std::string(" (MHA)") : fmt::format(" over {} K/V heads (GQA ratio {})", kv, h / kv),
+                       mask_text(p), h, h == kv ? std::string(" (MHA)") : fmt::format(" over {} K/V heads (GQA ratio {})", kv, h / kv),
                        p.value("head_dim", 0LL), p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("dtype", "?"),
                        p.value("output_layout", "?"), attention_status(m, r));
     }

@@ -109,16 +109,29 @@ std::size_t AttentionProblem::mask_bytes() const {
   return mask == MaskKind::additive ? dtype_bytes(dtype) : mask_has_tensor(mask) ? 1 : 0;
 }
 
-double AttentionProblem::flops() const {
-  // Pairs (i, j) that take part: causal keeps j <= i (top-left aligned).
-  double pairs = double(seq_q) * double(seq_k);
-  if (mask == MaskKind::causal) {
-    const double tq = double(seq_q), tk = double(seq_k);
-    const double full = std::max(0.0, tq - tk);  // rows i >= Tk see every key
-    const double tri = std::min(tq, tk);         // rows 0..min-1 see i + 1 keys
-    pairs = tri * (tri + 1) / 2 + full * tk;
+int64_t attention_kept_pairs(int64_t seq_q, int64_t seq_k, MaskKind mask, int64_t window) {
+  if (mask != MaskKind::causal) return seq_q * seq_k;
+  if (window > 0) {  // row i keeps the keys [first, min(i, seq_k - 1)], possibly none
+    int64_t pairs = 0;
+    for (int64_t i = 0; i < seq_q; ++i)
+      pairs += std::max<int64_t>(0, std::min(i, seq_k - 1) - attention_causal_first_key(i, window) + 1);
+    return pairs;
   }
-  return 4.0 * pairs * double(head_dim) * double(batch) * double(heads);
+  const int64_t tri = std::min(seq_q, seq_k);  // rows 0..tri-1 keep i + 1 keys, later rows keep seq_k
+  return tri * (tri + 1) / 2 + (seq_q - tri) * seq_k;
+}
+
+double AttentionProblem::flops() const {
+  return 4.0 * double(attention_kept_pairs(seq_q, seq_k, mask, window)) * double(head_dim) * double(batch) *
+         double(heads);
+}
+
+AttentionKeyRange attention_tile_keys(const AttentionProblem& p, int64_t q0, int64_t rows, int64_t block_n) {
+  if (p.mask != MaskKind::causal) return {0, p.seq_k};
+  const int64_t end = std::min(p.seq_k, q0 + rows);
+  if (end <= 0) return {0, 0};
+  const int64_t last_block = (end - 1) / block_n;
+  return {std::min(attention_causal_first_key(q0, p.window) / block_n, last_block) * block_n, end};
 }
 
 bool valid_output_layout(const std::string& layout) {

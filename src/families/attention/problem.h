@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "families/attention/mask_kind.h"
+#include "engine/host_device.h"
 #include "engine/kernel_dtype.h"
 
 namespace fact::realize {
@@ -37,9 +38,11 @@ struct AttentionProblem {
   AttentionStrides q, k, v, o, mask_strides;  // mask_strides only for a mask tensor
   std::string output_layout = "bhtd";         // O's dims outermost first: "bhtd", "bthd", "tbhd", ...
   std::string form;  // optional: how the graph wrote it, "matmul" | "sdpa" (docs/03-rules.md); "" if absent
-  // Optional fields a spelling asks for that the kernels do not compute yet (attention_family
-  // says why and the ATen path runs; docs/03-rules.md, "Problem descriptor"):
+  // Optional fields a spelling asks for. The window the kernels compute; the others they do
+  // not yet (attention_family says why and the ATen path runs; docs/03-rules.md, "Problem
+  // descriptor"):
   int64_t window = 0;          // > 0 with a causal mask: key j takes part iff i - window < j <= i
+                               // (the kernels skip the key blocks left of it: attention_tile_keys)
   std::optional<double> fill;  // a finite fill of a keep/drop mask (eager averages V over an emptied row)
   std::string mask_dtype;      // an additive mask's dtype when it is not Q's ("" = Q's)
   int64_t extra_masks = 0;     // masks beyond the first (problem.extra_masks)
@@ -57,9 +60,43 @@ struct AttentionProblem {
   std::size_t mask_bytes() const;
   /// Q heads per K/V head (heads / kv_heads).
   int64_t group() const { return heads / kv_heads; }
-  /// Multiply-adds of Q K^T and P V, counting every (i, j) pair (causal: only j <= i), x 2.
+  /// Multiply-adds of Q K^T and P V, counting every (i, j) pair that takes part (causal: only
+  /// j <= i; with a window only i - window < j <= i: attention_causal_keeps), x 2.
   double flops() const;
 };
+
+/// Whether key j takes part in query row i under a causal mask (top-left aligned) with
+/// `window` (0: none): j <= i and, for window W > 0, j > i - W (Mistral's sliding window,
+/// `kv_pos > q_pos - W`; docs/03-rules.md, "Mask proofs"). The float64 reference, the
+/// coverage check and the cost model read this one rule; the kernel templates spell it in
+/// their masking (attention_sm80.cu.in, attention_sm90_kernel.cu.in).
+FACT_HD inline bool attention_causal_keeps(int64_t i, int64_t j, int64_t window) {
+  return j <= i && (window <= 0 || j > i - window);
+}
+/// The first key row i keeps under attention_causal_keeps: max(0, i - window + 1), or 0 with
+/// no window. The row keeps the keys [first, min(i, seq_k - 1)], none when first >= seq_k.
+FACT_HD inline int64_t attention_causal_first_key(int64_t i, int64_t window) {
+  return window > 0 && i - window + 1 > 0 ? i - window + 1 : 0;
+}
+
+/// The (i, j) pairs of one head that take part, i < seq_q, j < seq_k: all of them, or for a
+/// causal mask those attention_causal_keeps keeps (window 0: none). Discovery's estimate and
+/// AttentionProblem::flops count these.
+int64_t attention_kept_pairs(int64_t seq_q, int64_t seq_k, MaskKind mask, int64_t window);
+
+/// The keys [begin, end) a kernel visits for the query rows [q0, q0 + rows) of `p`, in blocks
+/// of `block_n` from `begin` (a multiple of block_n): every key without a causal mask; with
+/// one, up to the tile's last row (end = min(seq_k, q0 + rows)) and, with a window, from the
+/// block holding the tile's first row's first key, max(0, q0 - window + 1), on. Blocks wholly
+/// left of every row's window are skipped; the partial ones are masked key by key. At least
+/// one block (begin < end when seq_k > 0): a tile whose rows see no key still runs one block,
+/// fully masked, so that its rows are written as empty. The sm80 and sm90 kernels compute
+/// the same range (their decode of a tile); the cost models count it.
+struct AttentionKeyRange {
+  int64_t begin = 0, end = 0;
+  int64_t blocks(int64_t block_n) const { return (end - begin + block_n - 1) / block_n; }
+};
+AttentionKeyRange attention_tile_keys(const AttentionProblem& p, int64_t q0, int64_t rows, int64_t block_n);
 
 /// Reads a plan pattern's "problem" object of kind "attention": batch, heads, kv_heads,
 /// seq_q, seq_k, head_dim (positive integers, heads a multiple of kv_heads), dtype

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "families/attention/match.h"
+#include "families/attention/problem.h"
 #include "families/attention/rule.h"
 
 namespace fact::discover::rules {
@@ -107,13 +108,6 @@ std::string layout_name(const std::array<int64_t, 3>& st, const Dims4& o) {
                      st[2]));
 }
 
-// Unmasked (i, j) pairs of one head: all of them, or j <= i for the causal mask.
-int64_t pairs(int64_t tq, int64_t tk, bool causal) {
-  if (!causal) return tq * tk;
-  const int64_t full = std::min(tq, tk);  // rows 0..full-1 keep i + 1 keys, later rows keep tk
-  return full * (full + 1) / 2 + (tq - full) * tk;
-}
-
 // A mask operand made by expand (m.expand_as(scores) in canonical form) and read once inside
 // the pattern: the kernel reads m itself (its size-1 dims broadcast at stride 0), and the
 // expand joins the pattern's nodes.
@@ -192,9 +186,8 @@ Match make_match(const MatchContext& ctx, Parts parts) {
       {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank, &key_stride)
                                 : nlohmann::ordered_json(nullptr)}};
 
-  const bool causal = parts.mask == MaskKind::causal;
   int64_t flops = 4 * q.d;
-  for (int64_t f : {q.b, q.h, pairs(q.t, k.t, causal)})
+  for (int64_t f : {q.b, q.h, realize::attention_kept_pairs(q.t, k.t, parts.mask, parts.window)})
     if (__builtin_mul_overflow(flops, f, &flops))
       reject("4*B*H*Tq*Tk*D overflows 64 bits: " + shapes);
 

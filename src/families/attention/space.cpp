@@ -12,10 +12,7 @@ namespace {
 
 // What a spelling asked that the kernels do not compute yet (problem.h): false with `why`.
 bool spelled_extras_supported(const AttentionProblem& p, std::string& why) {
-  if (p.window > 0)
-    why = fmt::format("a causal mask with a window of {} keys: the attention kernels do not skip keys left of the "
-                      "window yet; the ATen path runs", p.window);
-  else if (p.fill)
+  if (p.fill)
     why = fmt::format("masked keys filled with {} rather than -inf: a row whose keys are all masked is the mean of "
                       "V in eager, and the attention kernels remove masked keys; the ATen path runs", *p.fill);
   else if (!p.mask_dtype.empty())
@@ -101,11 +98,11 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
   const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
   double total_steps = 0, max_steps = 0, kv_rows = 0;
   for (int64_t qb = 0; qb < n_qb; ++qb) {
-    const int64_t keys = p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k;
-    const double steps = double((keys + c.block_n - 1) / c.block_n);
+    const AttentionKeyRange keys = attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n);
+    const double steps = double(keys.blocks(c.block_n));
     total_steps += steps;
     max_steps = std::max(max_steps, steps);
-    kv_rows += double(keys);
+    kv_rows += double(keys.end - keys.begin);
   }
   const double heads = double(p.batch) * double(p.heads);
   total_steps *= heads;

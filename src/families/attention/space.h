@@ -1,7 +1,7 @@
 // The fused-attention kernel family: which kernel a problem and a precision policy call for,
 // its tuning space, a cost model that ranks it, and the procedural kernel names. Two
 // members: templates/attention_sm80.cu.in (mma.sync, FlashAttention-2's schedule; every
-// dtype and policy) and templates/attention_sm90.cu.in (WGMMA + TMA, warp-specialized,
+// dtype and policy) and templates/attention_sm90*.cu.in (WGMMA + TMA, warp-specialized,
 // sm_90a only; bf16/fp16 inputs only, space_sm90.h).
 //
 // A kernel is fixed by (tensor-core math, element type, head dim, mask kind) from the
@@ -107,7 +107,8 @@ int attention_register_estimate(const AttentionFamily& f, const AttentionConfig&
 /// Estimated seconds of `c` on `p` (a ranking key, not a prediction). An sm90 configuration
 /// is estimated by attention_sm90_estimate_seconds (space_sm90.h). sm80: work is counted in
 /// key steps: each CTA does ceil(keys it sees / BLOCK_N) steps of BLOCK_M x BLOCK_N x D x 4
-/// flops (a causal CTA sees keys up to its last row: about half the work). Resident CTAs per
+/// flops (a causal CTA sees keys up to its last row: about half the work; with a window only
+/// those from its first row's window on, attention_tile_keys). Resident CTAs per
 /// SM: min(by shared memory, by registers, 2048 threads), at least 1; the CTAs that share an
 /// SM (at most ceil(CTAs / sm_count) of them) share its mma.sync rate (55 % of the dense
 /// peak: tf32 380 TFLOP/s, bf16/f16 760 over 132 SMs, docs/perf-notes.md; 3xtf32 a third of

@@ -151,8 +151,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
   double total_steps = 0, max_steps = 0;
   for (int64_t qb = 0; qb < n_qb; ++qb) {
-    const int64_t keys = p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k;
-    const double steps = double((keys + c.block_n - 1) / c.block_n) + fixed_steps;
+    const double steps = double(attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n).blocks(c.block_n)) + fixed_steps;
     total_steps += steps;
     max_steps = std::max(max_steps, steps);
   }
@@ -172,7 +171,8 @@ double attention_sm90_estimate_seconds(const AttentionFamily& f, const Attention
   const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
   double kv_rows = 0;
   for (int64_t qb = 0; qb < n_qb; ++qb) {
-    kv_rows += double(p.mask == MaskKind::causal ? std::min(p.seq_k, (qb + 1) * c.block_m) : p.seq_k);
+    const AttentionKeyRange keys = attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n);
+    kv_rows += double(keys.end - keys.begin);
   }
   const double heads = double(p.batch) * double(p.heads);
   const double compute = attention_sm90_compute_seconds(f, c, p, gpu);

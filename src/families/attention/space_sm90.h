@@ -1,4 +1,4 @@
-// The sm90 member of the attention family (templates/attention_sm90.cu.in: WGMMA + TMA,
+// The sm90 member of the attention family (templates/attention_sm90*.cu.in: WGMMA + TMA,
 // a producer warpgroup and one or two consumer warpgroups, FlashAttention-3's schedule):
 // when it applies, its configurations, their shared memory and registers as the template
 // computes them, its cost model and its kernel names. space.h merges it with the sm80
@@ -57,9 +57,10 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
 
 /// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).
 /// A CTA's tile of BLOCK_M query rows takes one step of BLOCK_M x BLOCK_N x D x 4 flops per
-/// key block it sees (causal: keys up to its last row), plus per tile one step for the lone
-/// first Q K^T and softmax (none with chaining), 1.2 steps for epilogue 0 and 0.9 for
-/// epilogue 2 (0 for epilogue 1), and one more without a persistent grid. A step runs at
+/// key block it sees (attention_tile_keys: causal, up to its last row; with a window, from
+/// its first row's window on), plus per tile one step for the lone first Q K^T and softmax
+/// (none with chaining), 1.2 steps for epilogue 0 and 0.9 for epilogue 2 (0 for epilogue 1),
+/// and one more without a persistent grid. A step runs at
 /// 690 TFLOP/s over 132 SMs scaled to gpu.sm_count, times a per-step overhead of 15 % of a
 /// 128-key step spread over BLOCK_N; see space_sm90.cpp for each factor's measurement.
 /// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA; otherwise

@@ -20,6 +20,7 @@ AttentionDims attention_dims(const AttentionProblem& p) {
   put(d.q, p.q); put(d.k, p.k); put(d.v, p.v); put(d.o, p.o); put(d.m, p.mask_strides);
   d.scale = p.scale;
   d.mask = int32_t(p.mask);
+  d.window = p.window;
   d.empty_row_zero = attention_empty_row_zero(p) ? 1 : 0;
   return d;
 }
@@ -44,7 +45,7 @@ template <class T>
 __device__ bool takes_part(const AttentionDims& d, const void* mrow, int64_t i, int64_t j, double& add) {
   add = 0;
   switch (d.mask) {
-    case 1: return j <= i;
+    case 1: return attention_causal_keeps(i, j, d.window);
     case 2: add = to_double(static_cast<const T*>(mrow)[j]); return !(add == -INFINITY);
     case 3: return static_cast<const uint8_t*>(mrow)[j] != 0;
     case 4: return static_cast<const uint8_t*>(mrow)[j] == 0;
@@ -292,7 +293,9 @@ __global__ void coverage_kernel(const T* buffer, int64_t buffer_elems, int64_t g
   unsigned long long rows = 0, dead = 0, unwritten = 0, infinite = 0, dead_not_nan = 0, written = 0, not_nan = 0;
   for (int64_t r = thread / 32; r < rows_total; r += threads / 32) {  // warp-uniform
     const int64_t i = r % d.seq_q, bh = r / d.seq_q, h = bh % d.heads, b = bh / d.heads;
-    bool alive = true;
+    // A causal row has a key unless its window begins past the last key; a tensor mask's row
+    // is searched for one.
+    bool alive = d.mask != 1 || attention_causal_first_key(i, d.window) < d.seq_k;
     if (d.mask >= 2) {
       const void* mrow = mask_row<T>(mask, d, b, h, i);
       alive = false;

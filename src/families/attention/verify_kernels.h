@@ -20,6 +20,7 @@ struct AttentionDims {
   int64_t q[3], k[3], v[3], o[3], m[3];  // (batch, head, row) strides in elements
   double scale;
   int32_t mask;            // MaskKind
+  int64_t window;          // causal: > 0 keeps i - window < j <= i (attention_causal_keeps); 0 none
   int32_t empty_row_zero;  // 1: a row whose keys are all removed is 0 (form "sdpa"), else NaN
 };
 AttentionDims attention_dims(const AttentionProblem& p);
@@ -34,8 +35,8 @@ void fill_attention_mask(void* mask, DType additive_dtype, const AttentionDims& 
                          cudaStream_t stream);
 
 /// Float64 attention for the (batch, head) pairs `pairs` (device, b * heads + h, n_pairs of
-/// them), exactly as eager: scores scale * q.k (+ the additive mask; -inf where causal j > i
-/// or a bool mask removes the key), softmax with max subtraction, times V; a row with every
+/// them), exactly as eager: scores scale * q.k (+ the additive mask; -inf where a causal mask
+/// removes the key, j > i or j <= i - window, or a bool mask does), softmax with max subtraction, times V; a row with every
 /// key removed is NaN (0 with d.empty_row_zero). Writes ref[(p * seq_q + i) * head_dim + d]
 /// and the element's error bound (docs/06-verification.md, "Attention"; 0 for such a row)
 /// likewise. head_dim <= 128.

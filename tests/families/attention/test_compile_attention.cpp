@@ -1,5 +1,5 @@
 // One attention kernel of each member, realized without a GPU through `factc realize` (tune
-// budget 1), is rendered from the embedded template, compiles for sm_90a with the real nvcc,
+// budget 1; also for a sliding-window problem), is rendered from the embedded template, compiles for sm_90a with the real nvcc,
 // exports the attention C ABI under its name, and is reported as built with its symbol; the
 // sm90 kernel without a wgmma serialization warning (C7510, C7519, C7520). The sm80 kernel
 // takes a few seconds, the sm90 one 30-75 s and about 3.4 GB on first run; later runs hit
@@ -88,4 +88,15 @@ TEST(CompileAttention, OneSm90KernelBuildsForSm90aWithoutWgmmaSerialization) {
   ASSERT_EQ(c.at("status"), "built");
   const std::string log = fact::read_file(fs::path(c.at("object").get<std::string>()).parent_path() / "build.log");
   EXPECT_EQ(fact::realize::wgmma_serialization_warning(log), "") << log;
+}
+
+// A causal mask with a sliding window (Mistral's, here 48 keys of 128) is realized by FACT's
+// kernels, no longer left to ATen: the sm90 member's best kernel is built (the window is a
+// run-time argument, so it is the causal kernel; the build hits the cache after the test above).
+TEST(CompileAttention, OneWindowedSm90KernelBuildsForSm90a) {
+  if (skip_nvcc()) GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
+  json p = mingpt_problem("bfloat16");
+  p["window"] = 48;
+  const json c = build_first(p, "fact_attn_sm90_bf16_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1");
+  EXPECT_EQ(c.at("status"), "built") << c.dump(2);
 }

@@ -3,7 +3,7 @@
 // quarantined for the right reason — an output never written, a constant output, a write
 // outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
 // attention written with SDPA); the same for the sm90 member's first-ranked kernel on a
-// bf16 grouped-query causal problem.
+// bf16 grouped-query causal problem, and both members with a sliding window.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,7 +24,7 @@ namespace {
 // A real kernel made wrong in one way.
 class Broken final : public AttentionCandidate {
  public:
-  enum How { nothing, zeros, guard_write, double_scale, no_flags };
+  enum How { nothing, zeros, guard_write, double_scale, no_flags, no_window };
   Broken(std::unique_ptr<AttentionCandidate> inner, How how, const AttentionProblem& p)
       : inner_(std::move(inner)), how_(how), p_(p), name_(inner_->name() + "+broken" + std::to_string(int(how))) {}
   const std::string& name() const override { return name_; }
@@ -48,6 +48,12 @@ class Broken final : public AttentionCandidate {
       case no_flags: {  // ignores FACT_ATTN_FLAG_EMPTY_ROW_ZERO: NaN rows where SDPA gives 0
         FactAttentionArgs b = a;
         b.flags = 0;
+        inner_->run(b, gpu);
+        return;
+      }
+      case no_window: {  // plain causal: the keys left of the window take part
+        FactAttentionArgs b = a;
+        b.window = 0;
         inner_->run(b, gpu);
         return;
       }
@@ -143,6 +149,20 @@ std::vector<CandidateOutcome> verify_with_broken(const AttentionProblem& p, cons
   return verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
 }
 
+// HF Llama's heads at a small size: 8 query heads over 2 K/V heads, head dim 128, causal,
+// Q/K/V [B, T, H, D] transposed, O merged; 320 rows (a partial last query block).
+AttentionProblem llama_heads_bf16() {
+  AttentionProblem p;
+  p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = p.seq_k = 320; p.head_dim = 128;
+  p.dtype = DType::bf16;
+  p.scale = 0.08838834764;
+  p.mask = MaskKind::causal;
+  p.q = p.o = {320 * 8 * 128, 128, 8 * 128};
+  p.k = p.v = {320 * 2 * 128, 128, 2 * 128};
+  p.output_layout = "bthd";
+  return p;
+}
+
 }  // namespace
 
 TEST(AttentionGpu, RealKernelPassesAndBrokenOnesAreQuarantined) {
@@ -210,16 +230,7 @@ TEST(AttentionGpu, SdpaFormRowsWithEveryKeyRemovedAreZero) {
 TEST(AttentionGpu, Sm90KernelPassesAndBrokenOnesAreQuarantined) {
   const GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  // HF Llama's heads at a small size: 8 query heads over 2 K/V heads, head dim 128, causal,
-  // Q/K/V [B, T, H, D] transposed, O merged; 320 rows (a partial last query block).
-  AttentionProblem p;
-  p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = p.seq_k = 320; p.head_dim = 128;
-  p.dtype = DType::bf16;
-  p.scale = 0.08838834764;
-  p.mask = MaskKind::causal;
-  p.q = p.o = {320 * 8 * 128, 128, 8 * 128};
-  p.k = p.v = {320 * 2 * 128, 128, 2 * 128};
-  p.output_layout = "bthd";
+  const AttentionProblem p = llama_heads_bf16();
   const BuildResult b = build_one(p, Precision::bf16, AttentionGpuLimits{});
   ASSERT_TRUE(b.ok) << b.reason;
   ASSERT_EQ(b.name.rfind("fact_attn_sm90_bf16_d128_causal_", 0), 0u) << b.name;
@@ -233,4 +244,28 @@ TEST(AttentionGpu, Sm90KernelPassesAndBrokenOnesAreQuarantined) {
   const auto& wrong = outcome(out, b.name + "+broken3");
   EXPECT_EQ(wrong.status, "quarantined");
   EXPECT_NE(wrong.reason.find("beyond their error bound"), std::string::npos) << wrong.reason;
+}
+
+// Mistral's sliding window at a small size (100 keys of 320): the last query tiles skip
+// their first key blocks, and the blocks the window cuts are masked key by key. The sm90
+// member's first kernel and the sm80 member's pass; the same kernel run without the window
+// (every j <= i) is quarantined.
+TEST(AttentionGpu, WindowedKernelsPassAndIgnoringTheWindowFails) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem p = llama_heads_bf16();
+  p.window = 100;
+  for (const AttentionGpuLimits& limits : {AttentionGpuLimits{}, sm80_only()}) {
+    const BuildResult b = build_one(p, Precision::bf16, limits);
+    ASSERT_TRUE(b.ok) << b.reason;
+    ASSERT_NE(b.name.find("_bf16_d128_causal_"), std::string::npos) << b.name;
+    nlohmann::json verification;
+    const auto out = verify_with_broken(p, b, {Broken::no_window}, *s.gpu, verification);
+    const auto& real = outcome(out, b.name);
+    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
+    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
+    const auto& wide = outcome(out, b.name + "+broken5");
+    EXPECT_EQ(wide.status, "quarantined") << b.name;
+    EXPECT_NE(wide.reason.find("beyond their error bound"), std::string::npos) << wide.reason;
+  }
 }

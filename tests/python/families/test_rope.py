@@ -150,3 +150,62 @@ def test_check_pattern_names_what_is_wrong() -> None:
         check_pattern(ok, {**types, "c": {**types["c"], "dtype": "bfloat16"}})
     with pytest.raises(ValueError, match="head_dim 15"):
         check_pattern({**ok, "problem": {**problem, "head_dim": 15}}, types)
+
+
+class RopeInForward(nn.Module):
+    """Hugging Face's LlamaRotaryEmbedding spelling: the tables built in forward from the
+    ``inv_freq`` buffer and the positions ``arange(T)`` (or, with ``positions_in``, positions
+    given as an input), then the half-split rotation of q."""
+
+    def __init__(self, h: int = 4, d: int = 16, positions_in: bool = False) -> None:
+        super().__init__()
+        self.h, self.d, self.positions_in = h, d, positions_in
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d)),
+                             persistent=False)
+
+    def tables(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        inv = self.inv_freq[None, :, None].float().expand(pos.shape[0], -1, 1)
+        freqs = (inv @ pos[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos() * 1.0).to(x.dtype), (emb.sin() * 1.0).to(x.dtype)
+
+    def forward(self, x: torch.Tensor, *positions: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        pos = positions[0] if self.positions_in else torch.arange(t, device=x.device).unsqueeze(0)
+        cos, sin = self.tables(x, pos)
+        q = x.view(b, t, self.h, self.d).transpose(1, 2)
+        return (q * cos[:, None] + rotate_half(q) * sin[:, None]) * 2.0
+
+
+_TABLE_OPS = {"aten.cos.default", "aten.sin.default", "aten.matmul.default", "aten.arange.default",
+              "aten.arange.start", "aten.cat.default"}
+
+
+@pytest.mark.parametrize("positions_in", [False, True])
+def test_tables_of_constants_are_computed_once_at_load(tmp_path, rope_library, positions_in) -> None:
+    """From the inv_freq buffer and constant positions the cos/sin tables are load-time
+    buffers of the generated module and none of their ops runs per call; from positions
+    given as an input they are computed per call. Either way the output is eager's."""
+    torch.manual_seed(0)
+    model = RopeInForward(positions_in=positions_in)
+    x = torch.randn(2, 8, 64)
+    inputs = [x, torch.arange(8).unsqueeze(0)] if positions_in else [x]
+    art, entry, graph = _artifact(tmp_path, model, inputs, rope_library, "fr_half")
+    fm = load(art, model)
+    fm.bindings[entry["id"]].device_type = "cpu"
+    ops = {n["name"]: n["op"] for n in graph["nodes"]}
+    per_call = {ops[n] for n in fm.aten_nodes()} & _TABLE_OPS
+    tables = [name for name, _ in fm.named_buffers() if name.startswith("fact_table_")]
+    if positions_in:
+        assert tables == [] and per_call >= {"aten.cos.default", "aten.sin.default"}
+    else:
+        cos, sin = entry["operands"]["cos"], entry["operands"]["sin"]
+        assert sorted(tables) == sorted([f"fact_table_{cos}", f"fact_table_{sin}"])
+        assert per_call == set(), per_call
+        want_cos, _ = model.tables(x, torch.arange(8).unsqueeze(0))
+        torch.testing.assert_close(getattr(fm, f"fact_table_{cos}"), want_cos[:, None], rtol=0, atol=0)
+        assert "cos" not in fm.generated.code.replace("fact_table_", "")
+    with torch.no_grad():
+        out, want = fm(*inputs), model(*inputs)
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+    assert not fm.fallback_counts().get(entry["id"])
