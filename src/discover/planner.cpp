@@ -4,11 +4,16 @@
 #include <set>
 
 #include "discover/canonical/canonical.h"
+#include "discover/canonical/passes.h"
 #include "discover/plan.h"
 #include "families/gemm/epilogue/through_views.h"
 
 namespace fact::discover {
 namespace {
+
+// The reason of a view op no pattern takes (canonical::is_view_op): ATen runs it by setting
+// sizes and strides on the same storage.
+constexpr std::string_view kFreeView = "a view: sizes and strides change, no element is copied (ATen runs it at no cost)";
 
 // Bytes the ATen path moves for `nodes` (node names: a node with no output or a tuple of
 // them is named apart from its values): each node reads its tensor arguments (each
@@ -200,8 +205,10 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
   for (const auto& node : graph.nodes) {
     if (covered_by.contains(node.name) || in_tail_of.contains(node.name) || rejected.contains(node.name)) continue;
     auto lost = lost_to.find(node.name);
-    plan.fallback.push_back(
-        {node.name, node.op, lost != lost_to.end() ? lost->second : "no rule matches"});
+    plan.fallback.push_back({node.name, node.op,
+                             lost != lost_to.end()          ? lost->second
+                             : canonical::is_view_op(node.op) ? std::string(kFreeView)
+                                                              : "no rule matches"});
   }
   // 4. The nodes the canonical form dropped: into the pattern they sit inside, or fallback.
   restore_dropped(exported, canonical, plan);

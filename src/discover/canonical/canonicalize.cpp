@@ -73,14 +73,20 @@ bool is_in_place(std::string_view op) {
   return base.size() >= 2 && base.back() == '_' && base[base.size() - 2] != '_';
 }
 
+bool is_view_op(std::string_view op) {
+  static constexpr std::string_view kViews[] = {
+      "alias",  "detach", "view",   "_unsafe_view", "expand",     "expand_as", "t",       "transpose",
+      "permute", "slice", "select", "unsqueeze",    "squeeze",    "split",     "split_with_sizes", "chunk",
+      "unbind", "narrow", "as_strided", "diagonal",  "unfold",     "view_as",   "unflatten", "movedim"};
+  return is_one_of(aten_base_name(op), kViews);
+}
+
 bool aliases_first_arg(std::string_view op) {
+  // Besides the views: ops that return their input when nothing needs copying.
   static constexpr std::string_view kMayAlias[] = {
-      "alias",   "detach",  "view",      "reshape",    "_unsafe_view", "expand",    "expand_as", "t",
-      "transpose", "permute", "slice",   "select",     "unsqueeze",    "squeeze",   "split",     "split_with_sizes",
-      "chunk",   "unbind",  "narrow",    "as_strided", "diagonal",     "unfold",    "view_as",   "flatten",
-      "unflatten", "movedim", "contiguous", "to",      "type_as",      "dropout",   "feature_dropout",
+      "reshape", "flatten", "contiguous", "to", "type_as", "dropout", "feature_dropout",
       "alpha_dropout", "feature_alpha_dropout"};
-  return is_one_of(aten_base_name(op), kMayAlias);
+  return is_view_op(op) || is_one_of(aten_base_name(op), kMayAlias);
 }
 
 std::string storage_root(const graph::GraphIndex& g, const std::string& value) {

@@ -42,6 +42,13 @@ std::string_view aten_base_name(std::string_view op);
 /// one '_', as aten.relu_.default, aten.add_.Tensor; aten.__and__ is not one).
 bool is_in_place(std::string_view op);
 
+/// True when `op` always returns a view of its first argument (ATen's view ops: view,
+/// _unsafe_view, expand, t, transpose, permute, slice, select, (un)squeeze, split, chunk,
+/// unbind, narrow, as_strided, diagonal, unfold, unflatten, movedim, alias, detach): sizes and
+/// strides change, no element is copied. reshape and flatten are not: they copy when the
+/// strides do not allow a view.
+bool is_view_op(std::string_view op);
+
 /// True when `op`'s output may share storage with its first argument: views (view, reshape,
 /// expand, t, transpose, permute, slice, select, (un)squeeze, ...), alias/detach, and the ops
 /// that return their input itself when there is nothing to do (contiguous, to, type_as,
