@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "families/gemm/epilogue/program.h"
 
 namespace fact::realize {
 
@@ -204,13 +205,13 @@ int accumulators_per_thread(const GemmConfig& c) {
   return c.tile_m * c.tile_n / (c.schedule == Schedule::Cooperative ? 256 : 128);
 }
 
-// fp32 instructions a fused tail spends per element: about 20 for each transcendental
-// (CUDA's erff/tanhf/expf are polynomial evaluations with range reduction), one for every
-// other node. A tail input of D's shape adds D's bytes to read.
+// fp32 instructions a fused tail spends per element: each node's cost in the epilogue op
+// table (about 20 for each transcendental — CUDA's erff/tanhf/expf are polynomial
+// evaluations with range reduction —, one for every other node). A tail input of D's shape
+// adds D's bytes to read.
 double tail_instructions(const nlohmann::json& t) {
   if (!t.is_object() || !t.contains("op")) return 0;
-  static const std::set<std::string> heavy{"gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "erf", "mish", "exp"};
-  double n = heavy.count(t.at("op").get<std::string>()) ? 20 : 1;
+  double n = epilogue_op_cost(t.at("op").get<std::string>());
   for (const auto& a : t.at("args")) n += tail_instructions(a);
   return n;
 }

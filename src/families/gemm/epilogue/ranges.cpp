@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "families/gemm/epilogue/bounded_math.h"
+#include "families/gemm/epilogue/op_table.h"
 #include "families/gemm/epilogue/program.h"
 
 using nlohmann::json;
@@ -43,6 +45,36 @@ std::pair<double, double> range_over_unbounded(const EpilogueProgram& prog, int 
   return {lo, hi};
 }
 
+// A tree op's range rule (op_table.h's `rule`): drop it (or a CLAMP row's bound) where its
+// argument never leaves the side it passes through, or use the CODEGEN op `variant` where
+// |argument| * scale is within fact_erf_bounded's limit.
+struct RangeRule {
+  enum Kind { keep, drop, bounded } kind = keep;
+  const char* variant = nullptr;
+  double scale = 1.0;
+  const char* note = nullptr;  // what the rewrite's note says after "; "
+  bool bounds = false;         // a CLAMP row: lowered to clamp_lo / clamp_hi
+};
+
+const RangeRule* range_rule(const std::string& op) {
+#define EPI_KEEP RangeRule{RangeRule::keep}
+#define EPI_DROP RangeRule{RangeRule::drop}
+#define EPI_BOUNDED(variant, scale, note) RangeRule{RangeRule::bounded, variant, scale, note}
+#define FACT_EPI_RULE_BINARY(name, ...) {#name, EPI_KEEP},
+#define FACT_EPI_RULE_UNARY(name, aten, form, eval, evt, cost, critical, branch, point, label, range, rule) {#name, rule},
+#define FACT_EPI_RULE_CLAMP(name, aten, cost, rule) {#name, [] { RangeRule r = rule; r.bounds = true; return r; }()},
+  static const std::map<std::string, RangeRule> rules{
+      FACT_EPILOGUE_OPS(FACT_EPI_RULE_BINARY, FACT_EPI_RULE_UNARY, FACT_EPI_RULE_CLAMP, FACT_EPI_NONE)};
+#undef EPI_KEEP
+#undef EPI_DROP
+#undef EPI_BOUNDED
+#undef FACT_EPI_RULE_BINARY
+#undef FACT_EPI_RULE_UNARY
+#undef FACT_EPI_RULE_CLAMP
+  auto it = rules.find(op);
+  return it == rules.end() ? nullptr : &it->second;
+}
+
 struct Simplifier {
   std::vector<std::string>* notes;
 
@@ -62,7 +94,9 @@ struct Simplifier {
       const std::vector<BranchReach> all = epilogue_branch_reach(compile_epilogue(inputs_as_c0(t)));
       return std::vector<BranchReach>(all.end() - k, all.end());
     };
-    if (op == "hardtanh" || op == "clamp") {
+    const RangeRule* rule = range_rule(op);
+    if (!rule || rule->kind == RangeRule::keep) return out;
+    if (rule->kind == RangeRule::drop && rule->bounds) {
       json& args = out.at("args");
       const bool has_lo = !args.at(1).is_null(), has_hi = !args.at(2).is_null();
       const std::vector<BranchReach> r = own_reach(int(has_lo) + int(has_hi));
@@ -78,23 +112,18 @@ struct Simplifier {
       if (none_left) return args.at(0);
       return json{{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
     }
-    if (op == "relu") {
+    if (rule->kind == RangeRule::drop) {
       const BranchReach r = own_reach(1).front();
       if (r.other) return out;
-      note(fmt::format("relu: the argument lies in {}; the op is dropped", interval_text({r.lo, r.hi})));
+      note(fmt::format("{}: the argument lies in {}; the op is dropped", op, interval_text({r.lo, r.hi})));
       return out.at("args").at(0);
     }
-    if (op != "erf" && op != "gelu") return out;
     // Ranges come from the argument as discovered: the rewrites keep its values.
     const auto r = epilogue_tree_range(t.at("args").at(0));
     const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
-    if (op == "erf" && safely_below(reach, FACT_ERF_BOUNDED_LIMIT)) {
-      note(fmt::format("erf: the argument lies in {}; fact_erf_bounded instead of erff", interval_text(r)));
-      out["op"] = "erf_bounded";
-    }
-    if (op == "gelu" && safely_below(reach * M_SQRT1_2, FACT_ERF_BOUNDED_LIMIT)) {
-      note(fmt::format("gelu: the argument lies in {}; its erf is fact_erf_bounded", interval_text(r)));
-      out["op"] = "gelu_bounded";
+    if (safely_below(reach * rule->scale, FACT_ERF_BOUNDED_LIMIT)) {
+      note(fmt::format("{}: the argument lies in {}; {}", op, interval_text(r), rule->note));
+      out["op"] = rule->variant;
     }
     return out;
   }
@@ -113,8 +142,8 @@ std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog) {
     if (!epilogue_op_branches(in.op)) continue;
     BranchReach& r = out[size_t(i)];
     std::tie(r.lo, r.hi) = range_over_unbounded(prog, i);
-    const double c = in.op == EpiOp::clamp_lo || in.op == EpiOp::clamp_hi ? in.value : 0.0;
-    if (in.op == EpiOp::clamp_hi) {
+    const double c = epilogue_breakpoint(in);
+    if (epilogue_branch_direction(in.op) < 0) {
       r.through = !safely_above(r.lo, c);  // x < c somewhere
       r.other = !safely_below(r.hi, c);    // x >= c somewhere
     } else {
