@@ -323,9 +323,9 @@ std::string runtime_suffix(const GemmRuntime& r) {
 
 std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
   r = {};
-  const auto plus = candidate.find('+');
-  if (plus == std::string::npos) return candidate;
-  if (plus == 0) throw Error("candidate " + candidate + ": no kernel name before the run-time options");
+  const std::string kernel = candidate_kernel(candidate);
+  const size_t plus = kernel.size();
+  if (plus == candidate.size()) return kernel;
   // A positive decimal integer that is the whole of `digits`.
   auto whole_number = [&](const std::string& digits, const std::string& opt) {
     if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
@@ -354,7 +354,7 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
     }
     pos = next;
   }
-  return candidate.substr(0, plus);
+  return kernel;
 }
 
 DType gemm_operand_element(const GemmFamilyKey& f) {
@@ -386,10 +386,6 @@ std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
                      c.schedule == Schedule::Cooperative ? "coop" : "pingpong",
                      c.scheduler == TileScheduler::Persistent ? "persistent" : "streamk",
                      family_epilogue_token(f), f.align1_d ? "-align1" : "");
-}
-
-std::string kernel_symbol(const std::string& kernel_name) {
-  return "fact_k_" + sha256_hex(kernel_name).substr(0, 16);
 }
 
 }  // namespace fact::realize
