@@ -53,14 +53,6 @@ const std::map<std::string, BinaryFunctor>& binary_functors() {
   return f;
 }
 
-// The tree ops the EVT writes as max then min (the table's CLAMP rows: hardtanh, clamp).
-const std::set<std::string>& clamp_ops() {
-#define FACT_EPI_EVT_CLAMP(name, ...) #name,
-  static const std::set<std::string> f{FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_NONE, FACT_EPI_EVT_CLAMP, FACT_EPI_NONE)};
-#undef FACT_EPI_EVT_CLAMP
-  return f;
-}
-
 std::string functor_name(const std::string& op) {
   if (auto it = binary_functors().find(op); it != binary_functors().end()) return it->second.name;
   std::string n = "Fact";
@@ -84,7 +76,7 @@ json desugar(const json& t) {
   const std::string name = t.at("op");
   std::vector<json> a;
   for (const auto& c : t.at("args")) a.push_back(c.is_null() ? c : desugar(c));
-  if (clamp_ops().count(name)) {
+  if (const EpilogueTreeOp* t = epilogue_tree_op(name); t && t->form == EpilogueTreeOp::Form::bounds) {
     json x = a[0];
     if (!a[1].is_null()) x = op("max", {x, a[1]});
     if (!a[2].is_null()) x = op("min", {x, a[2]});

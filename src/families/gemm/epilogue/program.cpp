@@ -1,44 +1,12 @@
 #include "families/gemm/epilogue/program.h"
 
+#include <cmath>
 #include <map>
 
 #include "base/error.h"
 
 namespace fact::realize {
 namespace {
-
-// How a tree op (op_table.h) compiles: its operands, and the instruction it pushes.
-enum class Form { binary, x, x_c, bounds };
-struct TreeOp {
-  Form form;
-  EpiOp instr;  // for bounds: clamp_lo, then clamp_hi
-  double cost;
-};
-
-// Every op a tree may hold, by name: the table's BINARY rows, its UNARY rows but the
-// instruction-only ones (EPI_INSTR) and its CLAMP rows.
-const std::map<std::string, TreeOp>& tree_ops() {
-#define FACT_EPI_TREE_BINARY(name, aten, eval, range, evt, evt_body, cost) {#name, {Form::binary, EpiOp::name, cost}},
-#define FACT_EPI_TREE_UNARY(name, aten, form, eval, evt, cost, ...) FACT_EPI_TREE_##form(name, cost)
-#define FACT_EPI_TREE_EPI_X(name, cost) {#name, {Form::x, EpiOp::name, cost}},
-#define FACT_EPI_TREE_EPI_X_C(name, cost) {#name, {Form::x_c, EpiOp::name, cost}},
-#define FACT_EPI_TREE_EPI_INSTR(name, cost)
-#define FACT_EPI_TREE_CLAMP(name, aten, cost, rule) {#name, {Form::bounds, EpiOp::clamp_lo, cost}},
-  static const std::map<std::string, TreeOp> ops{
-      FACT_EPILOGUE_OPS(FACT_EPI_TREE_BINARY, FACT_EPI_TREE_UNARY, FACT_EPI_TREE_CLAMP, FACT_EPI_NONE)};
-#undef FACT_EPI_TREE_BINARY
-#undef FACT_EPI_TREE_UNARY
-#undef FACT_EPI_TREE_EPI_X
-#undef FACT_EPI_TREE_EPI_X_C
-#undef FACT_EPI_TREE_EPI_INSTR
-#undef FACT_EPI_TREE_CLAMP
-  return ops;
-}
-
-const TreeOp* tree_op(const std::string& name) {
-  auto it = tree_ops().find(name);
-  return it == tree_ops().end() ? nullptr : &it->second;
-}
 
 struct Compiler {
   EpilogueProgram prog;
@@ -66,16 +34,16 @@ struct Compiler {
     const std::string op = t.at("op");
     const auto& args = t.at("args");
     auto constant = [&](size_t i) { return args.at(i).at("scalar").get<double>(); };
-    const TreeOp* row = tree_op(op);
+    const EpilogueTreeOp* row = epilogue_tree_op(op);
     if (!row) throw Error("epilogue: unknown op '" + op + "'");
     emit(args.at(0));
     switch (row->form) {
-      case Form::binary:
+      case EpilogueTreeOp::Form::binary:
         emit(args.at(1));
         return push(row->instr, 0, -1);
-      case Form::x: return push(row->instr, 0, 0);
-      case Form::x_c: return push(row->instr, constant(1), 0);
-      case Form::bounds:
+      case EpilogueTreeOp::Form::x: return push(row->instr, 0, 0);
+      case EpilogueTreeOp::Form::x_c: return push(row->instr, constant(1), 0);
+      case EpilogueTreeOp::Form::bounds:
         if (!args.at(1).is_null()) push(EpiOp::clamp_lo, constant(1), 0);
         if (!args.at(2).is_null()) push(EpiOp::clamp_hi, constant(2), 0);
         return;
@@ -86,6 +54,34 @@ struct Compiler {
 
 }  // namespace
 
+const EpilogueTreeOp* epilogue_tree_op(const std::string& name) {
+  using F = EpilogueTreeOp::Form;
+  using R = EpilogueTreeOp::Range;
+#define EPI_KEEP R::keep
+#define EPI_DROP R::drop
+#define EPI_BOUNDED(variant, scale, note) R::bounded, variant, scale, note
+#define FACT_EPI_TREE_BINARY(name, aten, eval, range, evt, evt_body, cost) {#name, {F::binary, EpiOp::name, cost, R::keep}},
+#define FACT_EPI_TREE_UNARY(name, aten, form, eval, evt, cost, critical, branch, point, label, range, rule) \
+  FACT_EPI_TREE_##form(name, cost, rule)
+#define FACT_EPI_TREE_EPI_X(name, cost, ...) {#name, {F::x, EpiOp::name, cost, __VA_ARGS__}},
+#define FACT_EPI_TREE_EPI_X_C(name, cost, ...) {#name, {F::x_c, EpiOp::name, cost, __VA_ARGS__}},
+#define FACT_EPI_TREE_EPI_INSTR(name, cost, ...)
+#define FACT_EPI_TREE_CLAMP(name, aten, cost, ...) {#name, {F::bounds, EpiOp::clamp_lo, cost, __VA_ARGS__}},
+  static const std::map<std::string, EpilogueTreeOp> ops{
+      FACT_EPILOGUE_OPS(FACT_EPI_TREE_BINARY, FACT_EPI_TREE_UNARY, FACT_EPI_TREE_CLAMP, FACT_EPI_NONE)};
+#undef EPI_KEEP
+#undef EPI_DROP
+#undef EPI_BOUNDED
+#undef FACT_EPI_TREE_BINARY
+#undef FACT_EPI_TREE_UNARY
+#undef FACT_EPI_TREE_EPI_X
+#undef FACT_EPI_TREE_EPI_X_C
+#undef FACT_EPI_TREE_EPI_INSTR
+#undef FACT_EPI_TREE_CLAMP
+  auto it = ops.find(name);
+  return it == ops.end() ? nullptr : &it->second;
+}
+
 EpilogueProgram compile_epilogue(const nlohmann::json& tree) {
   Compiler c;
   c.emit(tree);
@@ -93,7 +89,7 @@ EpilogueProgram compile_epilogue(const nlohmann::json& tree) {
 }
 
 double epilogue_op_cost(const std::string& op) {
-  const TreeOp* row = tree_op(op);
+  const EpilogueTreeOp* row = epilogue_tree_op(op);
   return row ? row->cost : 1.0;
 }
 

@@ -322,6 +322,21 @@ inline int epilogue_input_slot(const std::string& name) {
 /// does not fit kMaxInstr / kMaxStack.
 EpilogueProgram compile_epilogue(const nlohmann::json& tree);
 
+/// An op of discovery's trees as the host stages read its row of the op table (op_table.h):
+/// the BINARY rows, the UNARY rows but the instruction-only ones (EPI_INSTR), the CLAMP rows.
+struct EpilogueTreeOp {
+  enum class Form { binary, x, x_c, bounds } form;  // operands: (a, b), (x), (x, scalar c), (x, lo, hi)
+  EpiOp instr;   // the instruction it compiles to (bounds: clamp_lo, then clamp_hi)
+  double cost;   // fp32 instructions per element (the GEMM cost model)
+  enum class Range { keep, drop, bounded } range;  // its range rule (ranges.h)
+  const char* variant = nullptr;  // bounded: the CODEGEN op it becomes
+  double scale = 1.0;             // bounded: when |x| * scale is within fact_erf_bounded's limit
+  const char* note = nullptr;     // bounded: what the rewrite's note says after the interval
+};
+
+/// The tree op called `name`, or nullptr for a name the table does not have.
+const EpilogueTreeOp* epilogue_tree_op(const std::string& name);
+
 /// The cost model's fp32 instructions per element of tree op `op` (the table's `cost`); 1
 /// for a name the table does not have.
 double epilogue_op_cost(const std::string& op);

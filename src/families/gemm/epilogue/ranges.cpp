@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
 
 #include "base/error.h"
 #include "families/gemm/epilogue/bounded_math.h"
-#include "families/gemm/epilogue/op_table.h"
 #include "families/gemm/epilogue/program.h"
 
 using nlohmann::json;
@@ -45,36 +43,6 @@ std::pair<double, double> range_over_unbounded(const EpilogueProgram& prog, int 
   return {lo, hi};
 }
 
-// A tree op's range rule (op_table.h's `rule`): drop it (or a CLAMP row's bound) where its
-// argument never leaves the side it passes through, or use the CODEGEN op `variant` where
-// |argument| * scale is within fact_erf_bounded's limit.
-struct RangeRule {
-  enum Kind { keep, drop, bounded } kind = keep;
-  const char* variant = nullptr;
-  double scale = 1.0;
-  const char* note = nullptr;  // what the rewrite's note says after "; "
-  bool bounds = false;         // a CLAMP row: lowered to clamp_lo / clamp_hi
-};
-
-const RangeRule* range_rule(const std::string& op) {
-#define EPI_KEEP RangeRule{RangeRule::keep}
-#define EPI_DROP RangeRule{RangeRule::drop}
-#define EPI_BOUNDED(variant, scale, note) RangeRule{RangeRule::bounded, variant, scale, note}
-#define FACT_EPI_RULE_BINARY(name, ...) {#name, EPI_KEEP},
-#define FACT_EPI_RULE_UNARY(name, aten, form, eval, evt, cost, critical, branch, point, label, range, rule) {#name, rule},
-#define FACT_EPI_RULE_CLAMP(name, aten, cost, rule) {#name, [] { RangeRule r = rule; r.bounds = true; return r; }()},
-  static const std::map<std::string, RangeRule> rules{
-      FACT_EPILOGUE_OPS(FACT_EPI_RULE_BINARY, FACT_EPI_RULE_UNARY, FACT_EPI_RULE_CLAMP, FACT_EPI_NONE)};
-#undef EPI_KEEP
-#undef EPI_DROP
-#undef EPI_BOUNDED
-#undef FACT_EPI_RULE_BINARY
-#undef FACT_EPI_RULE_UNARY
-#undef FACT_EPI_RULE_CLAMP
-  auto it = rules.find(op);
-  return it == rules.end() ? nullptr : &it->second;
-}
-
 struct Simplifier {
   std::vector<std::string>* notes;
 
@@ -94,9 +62,11 @@ struct Simplifier {
       const std::vector<BranchReach> all = epilogue_branch_reach(compile_epilogue(inputs_as_c0(t)));
       return std::vector<BranchReach>(all.end() - k, all.end());
     };
-    const RangeRule* rule = range_rule(op);
-    if (!rule || rule->kind == RangeRule::keep) return out;
-    if (rule->kind == RangeRule::drop && rule->bounds) {
+    // The op's range rule (op_table.h's `rule`): drop it (a CLAMP row: a bound) where its
+    // argument never leaves the side it passes through, or its bounded variant.
+    const EpilogueTreeOp* rule = epilogue_tree_op(op);
+    if (!rule || rule->range == EpilogueTreeOp::Range::keep) return out;
+    if (rule->range == EpilogueTreeOp::Range::drop && rule->form == EpilogueTreeOp::Form::bounds) {
       json& args = out.at("args");
       const bool has_lo = !args.at(1).is_null(), has_hi = !args.at(2).is_null();
       const std::vector<BranchReach> r = own_reach(int(has_lo) + int(has_hi));
@@ -112,7 +82,7 @@ struct Simplifier {
       if (none_left) return args.at(0);
       return json{{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
     }
-    if (rule->kind == RangeRule::drop) {
+    if (rule->range == EpilogueTreeOp::Range::drop) {
       const BranchReach r = own_reach(1).front();
       if (r.other) return out;
       note(fmt::format("{}: the argument lies in {}; the op is dropped", op, interval_text({r.lo, r.hi})));
