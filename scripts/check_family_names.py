@@ -6,7 +6,9 @@ the family lists and ask each family; only a family's own code and the two lists
 (docs/00-design.md §2, docs/08-adding-a-family.md). This check scans ``src/`` and
 ``python/fact/`` for a family or rule name written as a string literal in a comparison
 (``==``, ``!=``, ``in (...)``, ``startswith``, ``find``, ``compare``, ``case``) or bound to a
-constant, and names each offending line.
+constant, and names each offending line; also each C++ file that includes a header of a
+family's folder (``#include "families/<name>/..."``) from outside that folder, since the
+drivers reach a family through ``families/family.h`` only.
 
     scripts/check_family_names.py [ROOT]     # exit 0: clean; 1: offending lines printed
 
@@ -27,6 +29,7 @@ import sys
 CPP_SUFFIXES = {".cpp", ".h", ".cu", ".cuh", ".hpp"}
 LISTS = {"src/families/family_list.cpp", "python/fact/families/__init__.py"}
 RULE_NAME = re.compile(r'\.name\s*=\s*"([A-Za-z0-9_.-]+)"')
+FAMILY_INCLUDE = re.compile(r'^\s*#\s*include\s*"families/([A-Za-z0-9_]+)/')
 
 
 def family_names(root: pathlib.Path) -> dict[str, set[str]]:
@@ -141,6 +144,9 @@ def check(root: pathlib.Path) -> list[str]:
                 found.append(f"{rel}:{lineno}: {lines[lineno - 1].strip()}  (compares the name '{n}')")
             continue
         for lineno, line in enumerate(strip_cpp_comments(raw).split("\n"), 1):
+            inc = FAMILY_INCLUDE.match(line)
+            if inc and inc.group(1) in fams and not allowed(rel, inc.group(1), fams):
+                found.append(f"{rel}:{lineno}: {line.strip()}  (includes family '{inc.group(1)}')")
             for n in sorted(outside):
                 if any(p.search(line) for p in pats[n]):
                     found.append(f"{rel}:{lineno}: {line.strip()}  (compares the name '{n}')")

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "discover/cost_model.h"
-#include "families/gemm/epilogue/epilogue.h"
+#include "discover/tail.h"
 #include "discover/registry.h"
 #include "graph/graph.h"
 #include "graph/symbolic.h"
@@ -28,8 +28,8 @@ struct Pattern {
   nlohmann::ordered_json problem;
   Estimate estimate;
   std::optional<std::string> vetted_example;  // filled from the registry when known
-  /// The elementwise tail the kernel's epilogue could compute (GEMM patterns), found by
-  /// find_epilogue; its nodes stay ATen ops until fused epilogues are realized.
+  /// The elementwise tail the kernel's epilogue could compute, found by its rule's
+  /// find_tail; realization fuses it or says why not.
   std::optional<Epilogue> epilogue;
   double epilogue_gain_us = 0;  // saved_bytes at the GPU's bandwidth
   std::string epilogue_stop;    // why no (longer) tail fuses, when an op after the GEMM

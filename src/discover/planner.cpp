@@ -6,7 +6,6 @@
 #include "discover/canonical/canonical.h"
 #include "discover/canonical/passes.h"
 #include "discover/plan.h"
-#include "families/gemm/epilogue/through_views.h"
 
 namespace fact::discover {
 namespace {
@@ -166,8 +165,9 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
   std::map<std::string, Pattern*> by_id;
   for (Pattern& p : plan.patterns) by_id[p.id] = &p;
   for (Pattern& p : plan.patterns) {
-    if (!rules.find(p.rule)->takes_tail) continue;
-    EpilogueSearch found = find_epilogue_through_views(index, p.output);
+    const Rule* rule = rules.find(p.rule);
+    if (!rule->find_tail) continue;
+    EpilogueSearch found = rule->find_tail(index, p.output);
     p.epilogue_stop = found.stop;
     if (!found.epilogue) continue;
     auto is_taken = [&](const auto& n) { return in_tail_of.contains(n) || covered_by.contains(n); };

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "discover/cost_model.h"
+#include "discover/tail.h"
 #include "graph/graph.h"
 
 namespace fact::discover {
@@ -61,9 +62,11 @@ struct Rule {
   /// Tries to match the subgraph rooted at (ending in) `node`; a failed constraint may be
   /// returned as a Rejection or thrown by reject().
   MatchResult (*match)(const MatchContext& ctx, const graph::Node& node) = nullptr;
-  /// Its kernel can compute the elementwise tail after its output (the planner then looks
-  /// for the tail, find_epilogue, and realization fuses it into the kernel's epilogue).
-  bool takes_tail = false;
+  /// The search for the elementwise tail after a pattern's output that its kernel can
+  /// compute (the GEMM's find_epilogue_through_views); the planner calls it for each of the
+  /// rule's patterns, and realization fuses what it finds into the kernel's epilogue.
+  /// nullptr: its kernels take no tail.
+  EpilogueSearch (*find_tail)(const graph::GraphIndex& graph, const std::string& output) = nullptr;
   /// Merges this rule's planned patterns that can run as one kernel (GEMMs that read the
   /// same A: one GEMM over the concatenated weights); the planner calls it after the
   /// epilogues are found (make_plan, step 2c). Merged patterns' nodes join the first; a near

@@ -24,6 +24,16 @@ using nlohmann::json;
 
 namespace fact::realize {
 
+std::string kernel_symbol(const std::string& kernel_name) {
+  return "fact_k_" + sha256_hex(kernel_name).substr(0, 16);
+}
+
+std::string candidate_kernel(const std::string& candidate) {
+  const auto plus = candidate.find('+');
+  if (plus == 0) throw Error("candidate " + candidate + ": no kernel name before the run-time options");
+  return candidate.substr(0, plus);
+}
+
 std::string cache_key(const BuildRequest& request, const Toolchain& toolchain) {
   return sha256_hex(request.source + "\n--toolchain--\n" + toolchain.key_text());
 }

@@ -20,7 +20,7 @@ namespace fact::realize {
 struct BuildRequest {
   std::string name;    // kernel name
   std::string source;  // complete translation unit
-  std::string symbol = {};  // C symbol prefix of its ABI functions; empty: kernel_symbol(name) (GEMMs)
+  std::string symbol = {};  // C symbol prefix of its ABI functions; empty: kernel_symbol(name)
 };
 
 struct BuildResult {
@@ -34,6 +34,15 @@ struct BuildResult {
   double seconds = 0;        // compile + link time (of the original build when cached)
   std::filesystem::path object, library, log;
 };
+
+/// The C symbol prefix of a kernel: "fact_k_" + the first 16 hex digits of SHA-256(name).
+std::string kernel_symbol(const std::string& kernel_name);
+
+/// The kernel a tuning candidate named `candidate` runs: a candidate's name is its kernel's
+/// name, then "+<option>" for each run-time option its family reads (the GEMM's
+/// "+splitk4+swz4"), so the kernel is the part before the first '+'. Throws fact::Error when
+/// nothing comes before it.
+std::string candidate_kernel(const std::string& candidate);
 
 /// The content-addressed cache key of a request under a toolchain: SHA-256 (hex) of the
 /// source text and the toolchain's key_text(). Paths play no part: the same source under the

@@ -225,7 +225,8 @@ void report_builds(PatternWork& w, const std::map<std::string, BuildResult>& bui
 }
 
 // A realized.json candidate from a tuning outcome.
-json candidate_entry(const CandidateOutcome& o, const std::map<std::string, BuildResult>& built) {
+json candidate_entry(const CandidateOutcome& o, const families::PatternRealization& r,
+                     const std::map<std::string, BuildResult>& built) {
   // A candidate timed only (the attention vendor bound) has no error figures.
   auto figure = [&](double x) { return o.verified ? json(x) : json(nullptr); };
   json c{{"kernel", o.kernel}, {"impl", o.impl}, {"status", o.status}, {"max_rel_err", figure(o.max_rel_err)},
@@ -238,7 +239,10 @@ json candidate_entry(const CandidateOutcome& o, const std::map<std::string, Buil
     c["reason"] = o.reason;
     std::fprintf(stderr, "  quarantined %s: %s\n", o.kernel.c_str(), o.reason.c_str());
   }
-  if (o.impl == std::string("cutlass")) set_candidate_build_fields(c, built);
+  if (o.impl == std::string("cutlass")) {
+    set_candidate_build_fields(c, built);
+    c.update(r.candidate_fields(o.kernel));
+  }
   if (!o.companion.empty()) {
     json k{{"kernel", o.companion}};
     if (auto it = built.find(o.companion); it != built.end()) set_build_fields(k, it->second);
@@ -284,7 +288,7 @@ void tune_pattern(PatternWork& w, const GpuStage& g) {
   w.out["verification"] = t.verification;
   const CandidateOutcome* best = w.realization->winner(t.outcomes);
   json cands = json::array();
-  for (const auto& o : t.outcomes) cands.push_back(candidate_entry(o, g.built));
+  for (const auto& o : t.outcomes) cands.push_back(candidate_entry(o, *w.realization, g.built));
   for (auto& f : t.build_failures) cands.push_back(f);
   w.out["candidates"] = cands;
   w.out["tune_s"] = seconds_since(t_tune);

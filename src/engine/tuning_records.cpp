@@ -3,7 +3,6 @@
 #include <set>
 #include <string_view>
 
-#include "families/gemm/space.h"
 
 using nlohmann::json;
 
@@ -32,12 +31,7 @@ void set_build_fields(json& c, const BuildResult& b) {
 }
 
 void set_candidate_build_fields(json& c, const std::map<std::string, BuildResult>& built) {
-  GemmRuntime rt;
-  const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
-  if (rt != GemmRuntime{}) {
-    c["runtime"] = {{"splits", rt.splits}, {"raster", rt.raster}, {"swizzle", rt.swizzle}};
-  }
-  auto it = built.find(kernel);
+  auto it = built.find(candidate_kernel(c.value("kernel", "")));
   if (it == built.end()) {
     c.erase("object");
     c.erase("library");
@@ -56,8 +50,7 @@ bool replay_record(const registry::TuningRecord& record,
     // A companion kernel the record's candidates ran (a vendor GEMM's tail kernel).
     if (c.contains("companion") && c.at("companion").is_object()) tuned.insert(c.at("companion").value("kernel", ""));
     if (c.value("impl", "") != "cutlass") continue;
-    GemmRuntime rt;
-    const std::string kernel = split_candidate_name(c.value("kernel", ""), rt);
+    const std::string kernel = candidate_kernel(c.value("kernel", ""));
     // A candidate quarantined at build time (no verification figures) that builds now
     // was never timed.
     auto b = built.find(kernel);
@@ -69,8 +62,7 @@ bool replay_record(const registry::TuningRecord& record,
     if (!tuned.count(k)) return false;
   }
   if (record.winner_impl == "cutlass") {
-    GemmRuntime rt;
-    auto it = built.find(split_candidate_name(record.winner, rt));
+    auto it = built.find(candidate_kernel(record.winner));
     if (it == built.end() || !it->second.ok) return false;
     // The winner verified was this very build (same source, toolchain and flags): another
     // build of the same name (a changed template) has not been verified.

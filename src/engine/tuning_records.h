@@ -24,14 +24,15 @@ registry::RecordKey tuning_key(const nlohmann::json& problem, const GpuInfo& gpu
 /// when empty; all three removed when the build failed).
 void set_build_fields(nlohmann::json& candidate, const BuildResult& b);
 
-/// Sets the build fields of a CUTLASS candidate named `<kernel>[+options]` from the build
-/// of `<kernel>` in `built`, and its "runtime" object (splits, raster, swizzle) when it has
-/// options; build fields are removed when `<kernel>` was not built in this run.
+/// Sets the build fields of a CUTLASS candidate named `<kernel>[+options]` (candidate_kernel)
+/// from the build of `<kernel>` in `built`; they are removed when `<kernel>` was not built
+/// in this run. What the options mean is its family's (PatternRealization::candidate_fields).
 void set_candidate_build_fields(nlohmann::json& candidate, const std::map<std::string, BuildResult>& built);
 
 /// Fills a realized.json pattern entry (`out`: candidates, winner, winner_impl, tune_s 0,
 /// registry "hit") from a stored record. The object/library paths of CUTLASS candidates
-/// come from this run's builds (`built`, by kernel name), not from the record. Returns
+/// come from this run's builds (`built`, by kernel name), not from the record; the fields its
+/// family added to a candidate (candidate_fields) are the record's. Returns
 /// false, leaving `out` unchanged, when the record's CUTLASS winner was not built now or
 /// was built from other source (its recorded build key differs: never verified), or when
 /// one of `kernels` (this run's CUTLASS kernels and companions for the pattern) was never timed or run by the

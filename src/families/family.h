@@ -68,6 +68,10 @@ class PatternRealization {
   std::string unsupported;           // non-empty: no FACT kernel implements it (vendor only)
   nlohmann::json fields = nlohmann::json::object();  // realized.json fields known before the build
 
+  /// realized.json fields of its FACT-kernel candidate (impl "cutlass") named `candidate`
+  /// (CandidateOutcome::kernel) beyond its outcome and build, read from the name's run-time options (candidate_kernel):
+  /// the GEMM's "runtime" (split-K, raster, swizzle). Default: none (an empty object).
+  virtual nlohmann::json candidate_fields(const std::string& /*candidate*/) const { return nlohmann::json::object(); }
   /// The problem the registry keys this pattern's tuning by (default: the plan's problem).
   virtual nlohmann::json tuning_problem(const nlohmann::json& plan_problem) const { return plan_problem; }
   /// Builds the runnable candidates (vendor first, then every kernel of `kernels` that

@@ -2,7 +2,7 @@
 // now is a miss, and the key separates policies and GPUs.
 #include <gtest/gtest.h>
 
-#include "families/gemm/space.h"
+#include "base/error.h"
 #include "engine/tuning_records.h"
 #include "tuning_records_util.h"
 
@@ -133,4 +133,23 @@ TEST(TuningRecords, KeySeparatesPolicyAndGpuAndRecordRoundTrips) {
   const auto rec = make_record(k, out);
   EXPECT_DOUBLE_EQ(rec.median_ms, 0.8169);
   EXPECT_EQ(rec.key.digest(), k.digest());
+}
+
+TEST(TuningRecords, ACandidateWithRunTimeOptionsReplaysWithItsKernelsBuildAndItsRecordedFields) {
+  EXPECT_EQ(candidate_kernel(kWinner + "+splitk4+swz4"), kWinner);
+  EXPECT_EQ(candidate_kernel(kWinner), kWinner);
+  EXPECT_THROW(candidate_kernel("+swz4"), fact::Error);
+  registry::TuningRecord r = stored();
+  const std::string variant = kWinner + "+swz4";
+  r.winner = variant;
+  r.candidates.push_back({{"kernel", variant}, {"impl", "cutlass"}, {"status", "ok"}, {"median_ms", 0.8},
+                          {"tolerance", 3e-3}, {"key", "abc"}, {"runtime", {{"splits", 0}, {"raster", 0}, {"swizzle", 4}}}});
+  json out{{"id", "p0"}};
+  ASSERT_TRUE(replay_record(r, {{kWinner, built_here()}}, {kWinner}, out));
+  EXPECT_EQ(out["winner"], variant);
+  EXPECT_EQ(out["candidates"][2]["library"], built_here().library.string());
+  EXPECT_EQ(out["candidates"][2]["runtime"]["swizzle"], 4);
+  // The variant's kernel not built now: a miss.
+  json miss{{"id", "p0"}};
+  EXPECT_FALSE(replay_record(r, {}, {}, miss));
 }

@@ -74,3 +74,16 @@ def test_python_is_read_by_its_syntax_tree():
 def test_the_family_interface_module_is_not_a_family(tmp_path):
     root = _tree(tmp_path, {"python/fact/families/family.py": 'def f(x):\n    return x == "attention"\n'})
     assert [line.split(": ", 1)[0] for line in check_family_names.check(root)] == ["python/fact/families/family.py:2"]
+
+
+def test_a_family_header_included_outside_its_folder_fails(tmp_path):
+    root = _tree(tmp_path, {
+        "src/discover/plan.h": '#include "families/gemm/epilogue/epilogue.h"\n#include "families/family.h"\n',
+        "src/families/attention/problem.h": '#include "families/gemm/problem.h"\n',
+        "src/families/gemm/family.cpp": '#include "families/gemm/space.h"\n',
+    })
+    found = check_family_names.check(root)
+    assert found == [
+        "src/discover/plan.h:1: #include \"families/gemm/epilogue/epilogue.h\"  (includes family 'gemm')",
+        "src/families/attention/problem.h:1: #include \"families/gemm/problem.h\"  (includes family 'gemm')",
+    ]

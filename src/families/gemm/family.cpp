@@ -34,6 +34,13 @@ class GemmPattern final : public PatternRealization {
   std::vector<GemmConfig> configs;  // of `kernels`, in the same order
   std::string tail_kernel;          // of a fused problem: the vendor candidates' tail pass (companions[0])
 
+  json candidate_fields(const std::string& candidate) const override {
+    GemmRuntime rt;
+    split_candidate_name(candidate, rt);
+    if (rt == GemmRuntime{}) return json::object();
+    return {{"runtime", {{"splits", rt.splits}, {"raster", rt.raster}, {"swizzle", rt.swizzle}}}};
+  }
+
   json tuning_problem(const json& plan_problem) const override {
     // A fused tail is part of the problem: its tuning never answers the plain GEMM's.
     json key_problem = plan_problem;

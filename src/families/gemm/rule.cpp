@@ -23,6 +23,7 @@
 #include "discover/pattern.h"
 #include "graph/text.h"
 #include "families/gemm/rule.h"
+#include "families/gemm/epilogue/through_views.h"
 #include "families/gemm/merge.h"
 
 namespace fact::discover::rules {
@@ -333,7 +334,7 @@ Rule gemm_rule() {
       .kernel_family = "gemm",
       .tests = "tests/golden/discover/gemm_*.txt",
       .match = &match_gemm,
-      .takes_tail = true,
+      .find_tail = &find_epilogue_through_views,
       .merge = &merge_gemms,
   };
 }

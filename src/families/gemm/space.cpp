@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/hash.h"
+#include "families/gemm/epilogue/program.h"
 
 namespace fact::realize {
 
@@ -204,13 +205,13 @@ int accumulators_per_thread(const GemmConfig& c) {
   return c.tile_m * c.tile_n / (c.schedule == Schedule::Cooperative ? 256 : 128);
 }
 
-// fp32 instructions a fused tail spends per element: about 20 for each transcendental
-// (CUDA's erff/tanhf/expf are polynomial evaluations with range reduction), one for every
-// other node. A tail input of D's shape adds D's bytes to read.
+// fp32 instructions a fused tail spends per element: each node's cost in the epilogue op
+// table (about 20 for each transcendental — CUDA's erff/tanhf/expf are polynomial
+// evaluations with range reduction —, one for every other node). A tail input of D's shape
+// adds D's bytes to read.
 double tail_instructions(const nlohmann::json& t) {
   if (!t.is_object() || !t.contains("op")) return 0;
-  static const std::set<std::string> heavy{"gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "erf", "mish", "exp"};
-  double n = heavy.count(t.at("op").get<std::string>()) ? 20 : 1;
+  double n = epilogue_op_cost(t.at("op").get<std::string>());
   for (const auto& a : t.at("args")) n += tail_instructions(a);
   return n;
 }
@@ -322,9 +323,9 @@ std::string runtime_suffix(const GemmRuntime& r) {
 
 std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
   r = {};
-  const auto plus = candidate.find('+');
-  if (plus == std::string::npos) return candidate;
-  if (plus == 0) throw Error("candidate " + candidate + ": no kernel name before the run-time options");
+  const std::string kernel = candidate_kernel(candidate);
+  const size_t plus = kernel.size();
+  if (plus == candidate.size()) return kernel;
   // A positive decimal integer that is the whole of `digits`.
   auto whole_number = [&](const std::string& digits, const std::string& opt) {
     if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
@@ -353,7 +354,7 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& r) {
     }
     pos = next;
   }
-  return candidate.substr(0, plus);
+  return kernel;
 }
 
 DType gemm_operand_element(const GemmFamilyKey& f) {
@@ -385,10 +386,6 @@ std::string gemm_kernel_name(const GemmFamilyKey& f, const GemmConfig& c) {
                      c.schedule == Schedule::Cooperative ? "coop" : "pingpong",
                      c.scheduler == TileScheduler::Persistent ? "persistent" : "streamk",
                      family_epilogue_token(f), f.align1_d ? "-align1" : "");
-}
-
-std::string kernel_symbol(const std::string& kernel_name) {
-  return "fact_k_" + sha256_hex(kernel_name).substr(0, 16);
 }
 
 }  // namespace fact::realize

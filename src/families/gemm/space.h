@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/build.h"
 #include "families/gemm/problem.h"
 
 namespace fact::realize {
@@ -139,8 +140,5 @@ std::string epilogue_token(const nlohmann::json& tree, const nlohmann::json& bro
 
 /// The procedural kernel name (see the header comment).
 std::string gemm_kernel_name(const GemmFamilyKey& family, const GemmConfig& c);
-
-/// The C symbol prefix of a kernel: "fact_k_" + the first 16 hex digits of SHA-256(name).
-std::string kernel_symbol(const std::string& kernel_name);
 
 }  // namespace fact::realize

@@ -6,9 +6,12 @@
 #include <set>
 
 #include "base/error.h"
+#include "discover/plan.h"
+#include "families/family.h"
 #include "families/gemm/codegen.h"
 #include "families/gemm/space.h"
 #include "families/gemm/verify_tune.h"
+#include "graph/text.h"
 
 using namespace fact::realize;
 using fact::Precision;
@@ -403,3 +406,31 @@ TEST(Tolerance, ScalesWithPolicyAndK) {
   EXPECT_NEAR(bf16, 8 * std::ldexp(1.0, -8) + std::ldexp(1.0, -24) + 8 * std::ldexp(1.0, -24) * 64, 1e-12);
   EXPECT_GT(bf16, 3.5 * tf32);
 }
+
+namespace fact::families {
+namespace {
+
+// The run-time options of a GEMM candidate's name are its realized.json "runtime" (the
+// engine only knows that the kernel comes before the first '+').
+TEST(GemmFamilyPlan, CandidateFieldsAreTheRunTimeOptionsOfItsName) {
+  const std::string text = "graph G {\n  input %x : f32[64,32]{32,1}\n  input %w : f32[32,16]{16,1}\n"
+                           "  %mm : f32[64,16]{16,1} = aten.mm.default(%x, %w)\n  output (%mm)\n}\n";
+  const auto plan = discover::make_plan(graph::parse_text(text), discover::builtin_rules(), Precision::tf32);
+  const nlohmann::json pat = nlohmann::json::parse(discover::plan_to_json_string(plan)).at("patterns").at(0);
+  const Family* f = family_of_pattern(pat);
+  ASSERT_NE(f, nullptr);
+  const std::optional<GpuInfo> gpu;
+  const PlanContext ctx{Precision::tf32, 1, &gpu, 132};
+  std::map<std::string, BuildRequest> requests;
+  const auto r = f->plan(pat, ctx, requests);
+  ASSERT_FALSE(r->kernels.empty());
+  const std::string k = r->kernels[0];
+  EXPECT_EQ(realize::candidate_kernel(k + "+splitk4+swz2"), k);
+  EXPECT_EQ(r->candidate_fields(k), nlohmann::json::object());
+  EXPECT_EQ(r->candidate_fields(k + "+splitk4+swz2"),
+            (nlohmann::json{{"runtime", {{"splits", 4}, {"raster", 0}, {"swizzle", 2}}}}));
+  EXPECT_THROW(r->candidate_fields(k + "+turbo"), Error);
+}
+
+}  // namespace
+}  // namespace fact::families

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/cost_model.h"
+#include "families/gemm/epilogue/op_table.h"
 #include "families/gemm/epilogue/program.h"
 #include "families/gemm/epilogue/idiom.h"
 #include "discover/pattern.h"
@@ -258,30 +259,26 @@ class Builder {
 }  // namespace
 
 const std::vector<EpilogueOp>& epilogue_ops() {
-  using K = EpilogueOpKind;
-  static const std::vector<EpilogueOp> ops{
-      {"aten.add.Tensor", "add", K::binary, "x + y (tensor or scalar; alpha scales y)"},
-      {"aten.add.Scalar", "add", K::binary, "x + c"},
-      {"aten.sub.Tensor", "sub", K::binary, "x - y (tensor or scalar; alpha scales y)"},
-      {"aten.sub.Scalar", "sub", K::binary, "x - c"},
-      {"aten.mul.Tensor", "mul", K::binary, "x * y (tensor or scalar)"},
-      {"aten.mul.Scalar", "mul", K::binary, "x * c"},
-      {"aten.div.Tensor", "div", K::binary, "x / y (tensor or scalar)"},
-      {"aten.div.Scalar", "div", K::binary, "x / c"},
-      {"aten.relu.default", "relu", K::unary, "F.relu"},
-      {"aten.leaky_relu.default", "leaky_relu", K::leaky_relu, "F.leaky_relu(x, slope)"},
-      {"aten.gelu.default", "gelu", K::gelu, "F.gelu (erf; approximate='tanh' -> gelu_tanh)"},
-      {"aten.silu.default", "silu", K::unary, "F.silu (Swish); x * sigmoid(x) written out is the silu_written_out idiom"},
-      {"aten.sigmoid.default", "sigmoid", K::unary, "torch.sigmoid"},
-      {"aten.tanh.default", "tanh", K::unary, "torch.tanh"},
-      {"aten.mish.default", "mish", K::unary, "F.mish"},
-      {"aten.neg.default", "neg", K::unary, "-x"},
-      {"aten.erf.default", "erf", K::unary, "torch.erf"},
-      {"aten.exp.default", "exp", K::unary, "torch.exp"},
-      {"aten.hardtanh.default", "hardtanh", K::hardtanh, "F.hardtanh(x, lo, hi)"},
-      {"aten.clamp.default", "clamp", K::clamp, "torch.clamp with number bounds"},
-      {"aten.pow.Tensor_Scalar", "pow", K::pow, "x ** c"},
+  // Each ATen op of the table's rows (op_table.h), in its order.
+  struct AtenOp {
+    std::string_view aten;
+    EpilogueOpKind kind;
+    std::string_view meaning;
   };
+  struct Row {
+    std::string_view name;
+    std::vector<AtenOp> aten;
+  };
+#define ATEN(op, kind, meaning) AtenOp{op, EpilogueOpKind::kind, meaning},
+#define FACT_EPI_ATEN_ROW(op_name, aten, ...) Row{#op_name, {aten}},
+  static const std::vector<EpilogueOp> ops = [] {
+    std::vector<EpilogueOp> all;
+    for (const Row& row : {FACT_EPILOGUE_OPS(FACT_EPI_ATEN_ROW, FACT_EPI_ATEN_ROW, FACT_EPI_ATEN_ROW, FACT_EPI_NONE)})
+      for (const AtenOp& a : row.aten) all.push_back({a.aten, row.name, a.kind, a.meaning});
+    return all;
+  }();
+#undef ATEN
+#undef FACT_EPI_ATEN_ROW
   return ops;
 }
 

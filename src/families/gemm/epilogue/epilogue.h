@@ -12,8 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "discover/tail.h"
 #include "graph/graph.h"
 
 namespace fact::discover {
@@ -32,29 +31,6 @@ struct EpilogueOp {
 
 /// Every op an epilogue tail may contain, in listing order.
 const std::vector<EpilogueOp>& epilogue_ops();
-
-/// One fusable tail.
-struct Epilogue {
-  std::vector<std::string> nodes;  // the tail's nodes, graph order
-  std::string output;              // the value the fused kernel writes instead of acc
-  /// Canonical expression, e.g. "relu(mul(sub(acc, 2.0), 1.5))"; external tensors are
-  /// c0, c1, ... in order of first use.
-  std::string expr;
-  nlohmann::ordered_json tree;     // the same as JSON: {"op": ..., "args": [...]},
-                                   // {"acc": true}, {"scalar": v}, {"input": "c0"}
-  std::vector<std::pair<std::string, std::string>> inputs;  // "c0" -> graph value
-  std::vector<std::string> broadcast;  // per input: "n" (a row vector along N), "m" (a
-                                       // column along M), "mn" (D's shape), "scalar"
-  int64_t saved_bytes = 0;  // what the ATen tail moves beyond reading its external inputs
-};
-
-/// The result of looking for a tail after the GEMM that produces `acc`: the largest
-/// fusable tail, or none with `stop` saying why the first candidate op could not join
-/// (empty when `acc` has no elementwise consumer at all).
-struct EpilogueSearch {
-  std::optional<Epilogue> epilogue;
-  std::string stop;
-};
 
 /// Looks for the tail after `acc`. Ops: add/sub/mul/div (tensor or scalar operand), relu,
 /// leaky_relu, gelu (erf and tanh), silu, sigmoid, tanh, hardtanh, clamp (scalar bounds),

@@ -8,6 +8,8 @@
 
 #include "base/error.h"
 #include "engine/embedded_templates.h"
+#include "families/gemm/epilogue/op_table.h"
+#include "families/gemm/epilogue/program.h"
 #include "families/gemm/epilogue/ranges.h"
 
 using nlohmann::json;
@@ -15,43 +17,44 @@ using nlohmann::json;
 namespace fact::realize {
 namespace {
 
-// Unary ops as fp32 expressions of x, PyTorch's definitions (docs/03-rules.md): relu keeps
-// NaN; gelu = 0.5x(1 + erf(x/sqrt 2)); gelu_tanh = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)));
-// silu = x * sigmoid(x); mish = x * tanh(softplus(x)). sigmoid's reciprocal is __fdividef
-// (2 ulp; 0 for a denominator beyond 2^126, where the exact value is below 1e-38): an
-// IEEE division (div.rn / rcp.rn) compiles to a slow-path subroutine call, which in a
-// cooperative kernel's epilogue cost 40 us on an 8 M-element tile set (docs/perf-notes.md, v5).
+// Unary ops as fp32 expressions of x: the table's `evt` (op_table.h), PyTorch's definitions
+// (docs/03-rules.md), and its CODEGEN ops. sigmoid's reciprocal is __fdividef (2 ulp; 0 for
+// a denominator beyond 2^126, where the exact value is below 1e-38): an IEEE division
+// (div.rn / rcp.rn) compiles to a slow-path subroutine call, which in a cooperative
+// kernel's epilogue cost 40 us on an 8 M-element tile set (docs/perf-notes.md, v5).
 // erf_bounded / gelu_bounded: erf of an argument proven to lie within |z| <= 1
-// (evt_ranges.h), through bounded_math.h.
+// (ranges.h), through bounded_math.h. An op whose `evt` is nullptr is rewritten (desugar).
 const std::map<std::string, std::string>& unary_exprs() {
-  static const std::map<std::string, std::string> f{
-      {"relu", "x > 0.0f ? x : (x != x ? x : 0.0f)"},
-      {"gelu", "0.5f * x * (1.0f + erff(x * 0.70710678118654752f))"},
-      {"gelu_bounded", "0.5f * x * (1.0f + fact_erf_bounded(x * 0.70710678118654752f))"},
-      {"erf_bounded", "fact_erf_bounded(x)"},
-      {"gelu_tanh", "0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)))"},
-      {"silu", "x * __fdividef(1.0f, 1.0f + expf(-x))"},
-      {"sigmoid", "__fdividef(1.0f, 1.0f + expf(-x))"},
-      {"tanh", "tanhf(x)"},
-      {"erf", "erff(x)"},
-      {"mish", "x * tanhf(log1pf(expf(x)))"},
-      {"exp", "expf(x)"},
-      {"neg", "-x"},
-  };
+#define FACT_EPI_EVT_UNARY(name, aten, form, eval, evt, ...) {#name, evt},
+#define FACT_EPI_EVT_CODEGEN(name, evt) {#name, evt},
+  static const std::map<std::string, std::string> f = [] {
+    std::map<std::string, std::string> all;
+    for (const auto& [name, evt] : std::initializer_list<std::pair<const char*, const char*>>{
+             FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_EVT_UNARY, FACT_EPI_NONE, FACT_EPI_EVT_CODEGEN)})
+      if (evt) all.emplace(name, evt);
+    return all;
+  }();
+#undef FACT_EPI_EVT_UNARY
+#undef FACT_EPI_EVT_CODEGEN
   return f;
 }
 
-// Binary ops: CUTLASS's exact IEEE functors, and max/min that propagate NaN (torch.clamp,
-// F.hardtanh) as the template-level functors FactMax/FactMin.
-const std::map<std::string, std::string>& binary_functors() {
-  static const std::map<std::string, std::string> f{
-      {"add", "cutlass::plus"}, {"sub", "cutlass::minus"}, {"mul", "cutlass::multiplies"},
-      {"div", "cutlass::divides"}, {"max", "FactMax"}, {"min", "FactMin"}};
+// Binary ops: the table's functors — CUTLASS's exact IEEE ones, and Fact* functors with the
+// table's `evt_body` (max/min that propagate NaN, as torch.clamp and F.hardtanh).
+struct BinaryFunctor {
+  std::string name;
+  const char* body;  // nullptr: CUTLASS's
+};
+const std::map<std::string, BinaryFunctor>& binary_functors() {
+#define FACT_EPI_EVT_BINARY(name, aten, eval, range, evt, evt_body, cost) {#name, {evt, evt_body}},
+  static const std::map<std::string, BinaryFunctor> f{
+      FACT_EPILOGUE_OPS(FACT_EPI_EVT_BINARY, FACT_EPI_NONE, FACT_EPI_NONE, FACT_EPI_NONE)};
+#undef FACT_EPI_EVT_BINARY
   return f;
 }
 
 std::string functor_name(const std::string& op) {
-  if (auto it = binary_functors().find(op); it != binary_functors().end()) return it->second;
+  if (auto it = binary_functors().find(op); it != binary_functors().end()) return it->second.name;
   std::string n = "Fact";
   bool up = true;
   for (char c : op) {
@@ -65,15 +68,15 @@ std::string functor_name(const std::string& op) {
 json op(const std::string& name, std::vector<json> args) { return {{"op", name}, {"args", std::move(args)}}; }
 json scalar(double v) { return {{"scalar", v}}; }
 
-// Rewrites ops without a node of their own into primitive ones (hardtanh, clamp,
-// leaky_relu, pow 2/3). Throws fact::Error for what cannot be generated.
+// Rewrites ops without a node of their own into primitive ones (the CLAMP rows, and the
+// rows whose `evt` is nullptr: leaky_relu, pow 2/3). Throws fact::Error for what cannot be
+// generated.
 json desugar(const json& t) {
   if (!t.contains("op")) return t;
   const std::string name = t.at("op");
   std::vector<json> a;
   for (const auto& c : t.at("args")) a.push_back(c.is_null() ? c : desugar(c));
-  if (name == "hardtanh") return op("min", {op("max", {a[0], a[1]}), a[2]});
-  if (name == "clamp") {
+  if (const EpilogueTreeOp* t = epilogue_tree_op(name); t && t->form == EpilogueTreeOp::Form::bounds) {
     json x = a[0];
     if (!a[1].is_null()) x = op("max", {x, a[1]});
     if (!a[2].is_null()) x = op("min", {x, a[2]});
@@ -193,8 +196,8 @@ EvtSource render_evt(const json& tree, const json& broadcast) {
   d += fmt::format("constexpr unsigned kEpiInputMask = {}u, kEpiTensorMask = {}u;  // bit I: reads epi[I] / as a tensor\n",
                    e.input_mask, e.tensor_mask);
   for (const auto& name : e.functors) {
-    if (name == "max") d += functor("FactMax", true, "(a != a || a > b) ? a : b");
-    else if (name == "min") d += functor("FactMin", true, "(a != a || a < b) ? a : b");
+    auto binary = binary_functors().find(name);
+    if (binary != binary_functors().end()) d += functor(binary->second.name, true, binary->second.body);
     else d += functor(functor_name(name), false, unary_exprs().at(name));
   }
   d += R"(using EvtAcc = cutlass::epilogue::fusion::Sm90AccFetch;

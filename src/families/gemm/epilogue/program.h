@@ -3,16 +3,17 @@
 // compiled on the host into a small postfix program that the same code evaluates on the
 // host and, under nvcc, on the device (FACT_HD): one definition of each op's meaning.
 //
-// Op definitions follow PyTorch's: gelu = 0.5x(1 + erf(x/sqrt 2)); gelu_tanh =
-// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); silu = x * sigmoid(x); mish =
-// x * tanh(log1p(exp(x))); hardtanh / clamp propagate NaN; leaky_relu(x, s) = x if x > 0
-// else s*x.
+// Each op's meaning is its row of the op table (op_table.h), whose definitions follow
+// PyTorch's: gelu = 0.5x(1 + erf(x/sqrt 2)); gelu_tanh = 0.5x(1 + tanh(sqrt(2/pi)(x +
+// 0.044715x^3))); silu = x * sigmoid(x); mish = x * tanh(log1p(exp(x))); hardtanh / clamp
+// propagate NaN; leaky_relu(x, s) = x if x > 0 else s*x.
 #pragma once
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 
 #include "engine/host_device.h"
+#include "families/gemm/epilogue/op_table.h"
 
 #ifndef FACT_NO_JSON
 #include <string>
@@ -21,12 +22,42 @@
 
 namespace fact::realize {
 
+// The instructions: the leaves, then the table's rows (op_table.h) in its order, binary
+// ones (pop 2, push 1) before unary ones (on the top of the stack, with a constant `value`).
+#define FACT_EPI_ENUM_BINARY(name, ...) name,
+#define FACT_EPI_ENUM_UNARY(name, ...) name,
+#define FACT_EPI_NONE(...)  // a row macro for the kinds of row a stage does not read
 enum class EpiOp : uint8_t {
-  acc, scalar, input,                               // leaves: push
-  add, sub, mul, div, max, min,                     // binary: pop 2, push 1
-  relu, gelu, gelu_tanh, silu, sigmoid, tanh, neg, erf, mish, exp,  // unary
-  leaky_relu, clamp_lo, clamp_hi, pow               // unary with a constant (value)
+  acc, scalar, input,  // leaves: push
+  FACT_EPILOGUE_OPS(FACT_EPI_ENUM_BINARY, FACT_EPI_ENUM_UNARY, FACT_EPI_NONE, FACT_EPI_NONE)
 };
+#undef FACT_EPI_ENUM_BINARY
+#undef FACT_EPI_ENUM_UNARY
+
+// The table's promise that its binary rows come first, so that the binary instructions are
+// those after `input` up to the last of them.
+#define FACT_EPI_KIND_BINARY(...) 0,
+#define FACT_EPI_KIND_UNARY(...) 1,
+FACT_HD constexpr bool epilogue_binary_rows_first() {
+  constexpr int kind[] = {FACT_EPILOGUE_OPS(FACT_EPI_KIND_BINARY, FACT_EPI_KIND_UNARY, FACT_EPI_NONE, FACT_EPI_NONE)};
+  for (unsigned i = 1; i < sizeof kind / sizeof kind[0]; ++i)
+    if (kind[i] < kind[i - 1]) return false;
+  return true;
+}
+static_assert(epilogue_binary_rows_first(), "op_table.h: a BINARY row after a UNARY row");
+#define FACT_EPI_COUNT(...) +1
+/// The number of binary instructions.
+constexpr int kEpiBinaryOps = 0 FACT_EPILOGUE_OPS(FACT_EPI_COUNT, FACT_EPI_NONE, FACT_EPI_NONE, FACT_EPI_NONE);
+#undef FACT_EPI_KIND_BINARY
+#undef FACT_EPI_KIND_UNARY
+#undef FACT_EPI_COUNT
+
+/// True for a leaf (acc, scalar, input): it pushes.
+FACT_HD constexpr bool epilogue_leaf(EpiOp op) { return op <= EpiOp::input; }
+/// True for a binary instruction: it pops two values and pushes one.
+FACT_HD constexpr bool epilogue_binary(EpiOp op) {
+  return !epilogue_leaf(op) && int(op) <= int(EpiOp::input) + kEpiBinaryOps;
+}
 
 struct EpiInstr {
   EpiOp op;
@@ -40,10 +71,51 @@ struct EpilogueProgram {
   int size = 0;
 };
 
-/// True for the ops whose result depends on which side of a breakpoint x lies (relu,
-/// leaky_relu, clamp_lo, clamp_hi): the branches verification must see both ways.
-FACT_HD inline bool epilogue_op_branches(EpiOp op) {
-  return op == EpiOp::relu || op == EpiOp::leaky_relu || op == EpiOp::clamp_lo || op == EpiOp::clamp_hi;
+/// The table's `branch` of a unary op: 0 when its result has one formula everywhere; +1 /
+/// -1 when it depends on which side of its breakpoint x lies, x passing through when x >
+/// the breakpoint / x < it (relu, leaky_relu, clamp_lo: +1; clamp_hi: -1).
+#define FACT_EPI_BRANCH(name, aten, form, eval, evt, cost, critical, branch, ...) \
+  case EpiOp::name: return branch;
+FACT_HD inline int epilogue_branch_direction(EpiOp op) {
+  switch (op) {
+    FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_BRANCH, FACT_EPI_NONE, FACT_EPI_NONE)
+    default: return 0;
+  }
+}
+#undef FACT_EPI_BRANCH
+
+/// True for the ops whose result depends on which side of a breakpoint x lies: the
+/// branches verification must see both ways.
+FACT_HD inline bool epilogue_op_branches(EpiOp op) { return epilogue_branch_direction(op) != 0; }
+
+/// The breakpoint of a branching instruction (the table's `point`: 0, or its constant c).
+#define FACT_EPI_POINT(name, aten, form, eval, evt, cost, critical, branch, point, ...) \
+  case EpiOp::name: return point;
+FACT_HD inline double epilogue_breakpoint(EpiInstr in) {
+  [[maybe_unused]] const double c = in.value;
+  switch (in.op) {
+    FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_POINT, FACT_EPI_NONE, FACT_EPI_NONE)
+    default: return 0.0;
+  }
+}
+#undef FACT_EPI_POINT
+
+/// The interior minimum of the unary ops that are not monotone (x* where the slope changes
+/// sign; the table's `critical`), NaN for monotone ones.
+#define FACT_EPI_CRITICAL(name, aten, form, eval, evt, cost, critical, ...) \
+  case EpiOp::name: return critical;
+FACT_HD inline double epilogue_critical_point(EpiOp op) {
+  switch (op) {
+    FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_CRITICAL, FACT_EPI_NONE, FACT_EPI_NONE)
+    default: return NAN;
+  }
+}
+#undef FACT_EPI_CRITICAL
+
+/// [*rl, *rh]: the smallest and largest of four products or quotients (an interval product).
+FACT_HD inline void epilogue_corners(double p0, double p1, double p2, double p3, double* rl, double* rh) {
+  *rl = fmin(fmin(p0, p1), fmin(p2, p3));
+  *rh = fmax(fmax(p0, p1), fmax(p2, p3));
 }
 
 /// Evaluates `prog` for one element in T (double for the reference, float for a tail pass
@@ -72,7 +144,7 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
 #endif
   for (int i = 0; i < prog.size; ++i) {
     const EpiInstr in = prog.code[i];
-    if (in.op <= EpiOp::input) {
+    if (epilogue_leaf(in.op)) {
       if (sp == EpilogueProgram::kMaxStack) return T(NAN);
       st[sp++] = in.op == EpiOp::acc      ? acc
                  : in.op == EpiOp::scalar ? T(in.value)
@@ -83,19 +155,17 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
       seen(st[sp - 1]);
       continue;
     }
-    if (in.op <= EpiOp::min) {
+    if (epilogue_binary(in.op)) {
       if (sp < 2) return T(NAN);
       const T b = st[--sp], a = st[sp - 1];
       T r = 0;
+#define FACT_EPI_EVAL(name, aten, eval, ...) \
+  case EpiOp::name: r = eval; break;
       switch (in.op) {
-        case EpiOp::add: r = a + b; break;
-        case EpiOp::sub: r = a - b; break;
-        case EpiOp::mul: r = a * b; break;
-        case EpiOp::div: r = a / b; break;
-        case EpiOp::max: r = (a != a || a > b) ? a : b; break;
-        case EpiOp::min: r = (a != a || a < b) ? a : b; break;
+        FACT_EPILOGUE_OPS(FACT_EPI_EVAL, FACT_EPI_NONE, FACT_EPI_NONE, FACT_EPI_NONE)
         default: break;
       }
+#undef FACT_EPI_EVAL
       st[sp - 1] = r;
       seen(r);
       continue;
@@ -103,25 +173,16 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
     if (sp < 1) return T(NAN);
     const T x = st[sp - 1], c = T(in.value), one = T(1), half = T(0.5);
     T r = x;
+#define FACT_EPI_EVAL(name, aten, form, eval, ...) \
+  case EpiOp::name: r = eval; break;
     switch (in.op) {
-      case EpiOp::relu: r = x > 0 ? x : (x != x ? x : T(0)); break;
-      case EpiOp::gelu: r = half * x * (one + erf(x * T(0.70710678118654752440))); break;
-      case EpiOp::gelu_tanh: r = half * x * (one + tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x))); break;
-      case EpiOp::silu: r = x / (one + exp(-x)); break;
-      case EpiOp::sigmoid: r = one / (one + exp(-x)); break;
-      case EpiOp::tanh: r = tanh(x); break;
-      case EpiOp::neg: r = -x; break;
-      case EpiOp::erf: r = erf(x); break;
-      case EpiOp::mish: r = x * tanh(log1p(exp(x))); break;
-      case EpiOp::exp: r = exp(x); break;
-      case EpiOp::leaky_relu: r = x > 0 ? x : c * x; break;
-      case EpiOp::clamp_lo: r = (x != x || x > c) ? x : c; break;
-      case EpiOp::clamp_hi: r = (x != x || x < c) ? x : c; break;
-      case EpiOp::pow: r = pow(x, c); break;
+      FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_EVAL, FACT_EPI_NONE, FACT_EPI_NONE)
       default: return T(NAN);
     }
+#undef FACT_EPI_EVAL
     if (sides && epilogue_op_branches(in.op) && x == x) {
-      const bool through = in.op == EpiOp::clamp_hi ? x < c : in.op == EpiOp::clamp_lo ? x > c : x > 0;
+      const T point = T(epilogue_breakpoint(in));
+      const bool through = epilogue_branch_direction(in.op) > 0 ? x > point : x < point;
       const int bit = 2 * i + (through ? 0 : 1);
       sides[bit / 32] |= 1u << (bit % 32);
     }
@@ -131,26 +192,12 @@ FACT_HD inline T eval_epilogue(const EpilogueProgram& prog, T acc, const T* inpu
   return sp == 1 ? st[0] : T(NAN);
 }
 
-/// The interior minimum of the unary ops that are not monotone (x* where the slope changes
-/// sign), NaN for monotone ones: gelu -0.751792, gelu_tanh -0.752461, silu -1.278465,
-/// mish -1.192431 (located numerically to 1e-6), leaky_relu 0.
-FACT_HD inline double epilogue_critical_point(EpiOp op) {
-  switch (op) {
-    case EpiOp::gelu: return -0.751792;
-    case EpiOp::gelu_tanh: return -0.752461;
-    case EpiOp::silu: return -1.278465;
-    case EpiOp::mish: return -1.192431;
-    case EpiOp::leaky_relu: return 0.0;
-    default: return NAN;
-  }
-}
-
 /// Encloses the range of the tail over acc in [lo, hi] by interval arithmetic on `prog`
-/// (Moore, "Interval Analysis", 1966): add/sub/mul/div of intervals (a divisor interval
-/// holding 0 gives [-inf, inf]), and each unary op over its interval from its values at
-/// both ends and at its interior critical point (every op here is monotone on each side of
-/// at most one such point; pow by its ends, and 0 for an even power across 0; a negative
-/// power across 0 is unbounded). A value
+/// (Moore, "Interval Analysis", 1966): a binary op by its table row's `range` (a divisor
+/// interval holding 0 gives [-inf, inf]), and each unary op over its interval from its values
+/// at both ends and at its interior critical point (every op here is monotone on each side of
+/// at most one such point), then its row's own `range` rule (pow: 0 for an even power across
+/// 0; a negative power across 0 is unbounded). A value
 /// used twice (x * sigmoid(x)) is treated as independent, so the enclosure may be wider
 /// than the true range, never narrower (up to rounding). Writes [*out_lo, *out_hi].
 /// `inputs` are points, or with `inputs_hi` the intervals [inputs[i], inputs_hi[i]]. An
@@ -169,7 +216,7 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
   const int n = count < 0 || count > prog.size ? prog.size : count;
   for (int i = 0; i < n; ++i) {
     const EpiInstr in = prog.code[i];
-    if (in.op <= EpiOp::input) {
+    if (epilogue_leaf(in.op)) {
       if (sp == EpilogueProgram::kMaxStack) return;
       const double v = in.op == EpiOp::scalar ? in.value : in.op == EpiOp::input ? inputs[int(in.value)] : 0.0;
       const double vh = in.op == EpiOp::input && inputs_hi ? inputs_hi[int(in.value)] : v;
@@ -178,31 +225,18 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
       ++sp;
       continue;
     }
-    if (in.op <= EpiOp::min) {
+    if (epilogue_binary(in.op)) {
       if (sp < 2) return;
       --sp;
       const double al = sl[sp - 1], ah = sh[sp - 1], bl = sl[sp], bh = sh[sp];
       double rl = -INFINITY, rh = INFINITY;
+#define FACT_EPI_RANGE(name, aten, eval, range, ...) \
+  case EpiOp::name: range break;
       switch (in.op) {
-        case EpiOp::add: rl = al + bl; rh = ah + bh; break;
-        case EpiOp::sub: rl = al - bh; rh = ah - bl; break;
-        case EpiOp::mul: {
-          const double p[4] = {al * bl, al * bh, ah * bl, ah * bh};
-          rl = fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
-          rh = fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
-          break;
-        }
-        case EpiOp::div:
-          if (bl > 0 || bh < 0) {
-            const double p[4] = {al / bl, al / bh, ah / bl, ah / bh};
-            rl = fmin(fmin(p[0], p[1]), fmin(p[2], p[3]));
-            rh = fmax(fmax(p[0], p[1]), fmax(p[2], p[3]));
-          }
-          break;
-        case EpiOp::max: rl = fmax(al, bl); rh = fmax(ah, bh); break;
-        case EpiOp::min: rl = fmin(al, bl); rh = fmin(ah, bh); break;
+        FACT_EPILOGUE_OPS(FACT_EPI_RANGE, FACT_EPI_NONE, FACT_EPI_NONE, FACT_EPI_NONE)
         default: break;
       }
+#undef FACT_EPI_RANGE
       if (rl != rl || rh != rh) rl = -INFINITY, rh = INFINITY;  // inf - inf; 0 * inf in every product
       sl[sp - 1] = rl;
       sh[sp - 1] = rh;
@@ -218,14 +252,20 @@ FACT_HD inline void eval_epilogue_range(const EpilogueProgram& prog, double lo, 
     const double fl = eval_epilogue<double>(one, fmax(xl, -DBL_MAX), inputs);
     const double fh = eval_epilogue<double>(one, fmin(xh, DBL_MAX), inputs);
     double rl = fmin(fl, fh), rh = fmax(fl, fh);
-    const double c = epilogue_critical_point(in.op);
-    if (c == c && xl < c && c < xh) {
-      const double fc = eval_epilogue<double>(one, c, inputs);
+    const double crit = epilogue_critical_point(in.op);
+    if (crit == crit && xl < crit && crit < xh) {
+      const double fc = eval_epilogue<double>(one, crit, inputs);
       rl = fmin(rl, fc);
       rh = fmax(rh, fc);
     }
-    if (in.op == EpiOp::pow && xl < 0 && xh > 0) rl = fmin(rl, 0.0);
-    if (in.op == EpiOp::pow && in.value < 0 && xl <= 0 && xh >= 0) rl = -INFINITY, rh = INFINITY;  // a pole at 0
+    [[maybe_unused]] const double c = in.value;
+#define FACT_EPI_RANGE(name, aten, form, eval, evt, cost, critical, branch, point, label, range, ...) \
+  case EpiOp::name: range break;
+    switch (in.op) {  // the op's own rule beyond its ends and critical point
+      FACT_EPILOGUE_OPS(FACT_EPI_NONE, FACT_EPI_RANGE, FACT_EPI_NONE, FACT_EPI_NONE)
+      default: break;
+    }
+#undef FACT_EPI_RANGE
     if (fl != fl || fh != fh) rl = -INFINITY, rh = INFINITY;
     if (rl <= -DBL_MAX) rl = -INFINITY;  // evaluated at the largest double: unbounded
     if (rh >= DBL_MAX) rh = INFINITY;
@@ -281,6 +321,29 @@ inline int epilogue_input_slot(const std::string& name) {
 /// {"input": "cN"}) into a program. Throws fact::Error naming an unknown op or a tree that
 /// does not fit kMaxInstr / kMaxStack.
 EpilogueProgram compile_epilogue(const nlohmann::json& tree);
+
+/// An op of discovery's trees as the host stages read its row of the op table (op_table.h):
+/// the BINARY rows, the UNARY rows but the instruction-only ones (EPI_INSTR), the CLAMP rows.
+struct EpilogueTreeOp {
+  enum class Form { binary, x, x_c, bounds } form;  // operands: (a, b), (x), (x, scalar c), (x, lo, hi)
+  EpiOp instr;   // the instruction it compiles to (bounds: clamp_lo, then clamp_hi)
+  double cost;   // fp32 instructions per element (the GEMM cost model)
+  enum class Range { keep, drop, bounded } range;  // its range rule (ranges.h)
+  const char* variant = nullptr;  // bounded: the CODEGEN op it becomes
+  double scale = 1.0;             // bounded: when |x| * scale is within fact_erf_bounded's limit
+  const char* note = nullptr;     // bounded: what the rewrite's note says after the interval
+};
+
+/// The tree op called `name`, or nullptr for a name the table does not have.
+const EpilogueTreeOp* epilogue_tree_op(const std::string& name);
+
+/// The cost model's fp32 instructions per element of tree op `op` (the table's `cost`); 1
+/// for a name the table does not have.
+double epilogue_op_cost(const std::string& op);
+
+/// What verification calls a branching instruction (the table's `label`, e.g. "clamp (lower
+/// bound)"); "op" for one that does not branch.
+const char* epilogue_branch_label(EpiOp op);
 #endif
 
 }  // namespace fact::realize

@@ -62,7 +62,11 @@ struct Simplifier {
       const std::vector<BranchReach> all = epilogue_branch_reach(compile_epilogue(inputs_as_c0(t)));
       return std::vector<BranchReach>(all.end() - k, all.end());
     };
-    if (op == "hardtanh" || op == "clamp") {
+    // The op's range rule (op_table.h's `rule`): drop it (a CLAMP row: a bound) where its
+    // argument never leaves the side it passes through, or its bounded variant.
+    const EpilogueTreeOp* rule = epilogue_tree_op(op);
+    if (!rule || rule->range == EpilogueTreeOp::Range::keep) return out;
+    if (rule->range == EpilogueTreeOp::Range::drop && rule->form == EpilogueTreeOp::Form::bounds) {
       json& args = out.at("args");
       const bool has_lo = !args.at(1).is_null(), has_hi = !args.at(2).is_null();
       const std::vector<BranchReach> r = own_reach(int(has_lo) + int(has_hi));
@@ -78,23 +82,18 @@ struct Simplifier {
       if (none_left) return args.at(0);
       return json{{"op", "clamp"}, {"args", {args.at(0), drop_lo ? json(nullptr) : args.at(1), drop_hi ? json(nullptr) : args.at(2)}}};
     }
-    if (op == "relu") {
+    if (rule->range == EpilogueTreeOp::Range::drop) {
       const BranchReach r = own_reach(1).front();
       if (r.other) return out;
-      note(fmt::format("relu: the argument lies in {}; the op is dropped", interval_text({r.lo, r.hi})));
+      note(fmt::format("{}: the argument lies in {}; the op is dropped", op, interval_text({r.lo, r.hi})));
       return out.at("args").at(0);
     }
-    if (op != "erf" && op != "gelu") return out;
     // Ranges come from the argument as discovered: the rewrites keep its values.
     const auto r = epilogue_tree_range(t.at("args").at(0));
     const double reach = std::max(std::fabs(r.first), std::fabs(r.second));
-    if (op == "erf" && safely_below(reach, FACT_ERF_BOUNDED_LIMIT)) {
-      note(fmt::format("erf: the argument lies in {}; fact_erf_bounded instead of erff", interval_text(r)));
-      out["op"] = "erf_bounded";
-    }
-    if (op == "gelu" && safely_below(reach * M_SQRT1_2, FACT_ERF_BOUNDED_LIMIT)) {
-      note(fmt::format("gelu: the argument lies in {}; its erf is fact_erf_bounded", interval_text(r)));
-      out["op"] = "gelu_bounded";
+    if (safely_below(reach * rule->scale, FACT_ERF_BOUNDED_LIMIT)) {
+      note(fmt::format("{}: the argument lies in {}; {}", op, interval_text(r), rule->note));
+      out["op"] = rule->variant;
     }
     return out;
   }
@@ -113,8 +112,8 @@ std::vector<BranchReach> epilogue_branch_reach(const EpilogueProgram& prog) {
     if (!epilogue_op_branches(in.op)) continue;
     BranchReach& r = out[size_t(i)];
     std::tie(r.lo, r.hi) = range_over_unbounded(prog, i);
-    const double c = in.op == EpiOp::clamp_lo || in.op == EpiOp::clamp_hi ? in.value : 0.0;
-    if (in.op == EpiOp::clamp_hi) {
+    const double c = epilogue_breakpoint(in);
+    if (epilogue_branch_direction(in.op) < 0) {
       r.through = !safely_above(r.lo, c);  // x < c somewhere
       r.other = !safely_below(r.hi, c);    // x >= c somewhere
     } else {

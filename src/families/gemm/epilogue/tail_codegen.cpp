@@ -31,14 +31,16 @@ std::string double_literal(double v) {
   return fmt::format("{:a}", v);  // hexadecimal: exact
 }
 
-// program.h's text with its one FACT include replaced by that header's text, without their
-// `#pragma once` (the source is a main file).
+// program.h's text with its FACT includes (host_device.h, op_table.h) replaced by those
+// headers' text, without their `#pragma once` (the source is a main file).
 std::string program_header() {
   std::string text = embedded::kEpilogueProgramHeader;
-  const std::string include = "#include \"engine/host_device.h\"";
-  const auto at = text.find(include);
-  if (at == std::string::npos) throw Error("tail kernel: program.h no longer includes engine/host_device.h");
-  text.replace(at, include.size(), embedded::kHostDeviceHeader);
+  for (const auto& [include, header] : {std::pair{"#include \"engine/host_device.h\"", embedded::kHostDeviceHeader},
+                                        std::pair{"#include \"families/gemm/epilogue/op_table.h\"", embedded::kEpilogueOpTableHeader}}) {
+    const auto at = text.find(include);
+    if (at == std::string::npos) throw Error(std::string("tail kernel: program.h no longer has ") + include);
+    text.replace(at, std::string_view(include).size(), header);
+  }
   for (auto p = text.find("#pragma once\n"); p != std::string::npos; p = text.find("#pragma once\n")) text.erase(p, 13);
   return text;
 }
@@ -66,7 +68,7 @@ std::string render_tail_kernel(const nlohmann::json& tree, const nlohmann::json&
   }
   for (int i = 0; i < prog.size; ++i) {
     if (prog.code[i].op == EpiOp::input && kinds[int(prog.code[i].value)] == 0) {
-      throw Error("tail kernel: the tail reads c" + std::to_string(int(prog.code[i].value)) + ", which has no broadcast kind");
+      throw Error("tail kernel: the tail reads " + epilogue_input_name(size_t(prog.code[i].value)) + ", which has no broadcast kind");
     }
   }
   std::string code = "{";

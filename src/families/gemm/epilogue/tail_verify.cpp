@@ -31,16 +31,6 @@ int64_t elements(const GemmProblem& p, TailInputKind k) {
   return k == TailInputKind::n ? p.n : k == TailInputKind::m ? p.m : k == TailInputKind::mn ? p.extent_d() : 0;
 }
 
-const char* op_name(EpiOp op) {
-  switch (op) {
-    case EpiOp::relu: return "relu";
-    case EpiOp::leaky_relu: return "leaky_relu";
-    case EpiOp::clamp_lo: return "clamp (lower bound)";
-    case EpiOp::clamp_hi: return "clamp (upper bound)";
-    default: return "op";
-  }
-}
-
 }  // namespace
 
 TailCheck::TailCheck(const GemmProblem& p)
@@ -115,7 +105,7 @@ std::string TailCheck::unexercised() const {
       const int bit = 2 * i + side;
       if (sides_[bit / 32] >> (bit % 32) & 1u) continue;
       if (!(side == 0 ? reach_[size_t(i)].through : reach_[size_t(i)].other)) continue;  // no input takes it
-      out += fmt::format("{}{} (step {}) never saw x {}", out.empty() ? "" : "; ", op_name(op), i, side_text(i, side));
+      out += fmt::format("{}{} (step {}) never saw x {}", out.empty() ? "" : "; ", epilogue_branch_label(op), i, side_text(i, side));
     }
   }
   return out;
@@ -129,16 +119,15 @@ std::string TailCheck::unreachable() const {
     for (int side = 0; side < 2; ++side) {
       if (side == 0 ? r.through : r.other) continue;
       out += fmt::format("{}{} (step {}): x lies in [{:.3g}, {:.3g}], never x {}", out.empty() ? "" : "; ",
-                         op_name(prog_.code[i].op), i, r.lo, r.hi, side_text(i, side));
+                         epilogue_branch_label(prog_.code[i].op), i, r.lo, r.hi, side_text(i, side));
     }
   }
   return out;
 }
 
 std::string TailCheck::side_text(int i, int side) const {
-  const EpiOp op = prog_.code[i].op;
-  const double c = op == EpiOp::clamp_lo || op == EpiOp::clamp_hi ? prog_.code[i].value : 0.0;
-  const bool hi = op == EpiOp::clamp_hi;
+  const double c = epilogue_breakpoint(prog_.code[i]);
+  const bool hi = epilogue_branch_direction(prog_.code[i].op) < 0;
   return fmt::format("{} {:g}", side == 0 ? (hi ? "<" : ">") : (hi ? ">=" : "<="), c);
 }
 
