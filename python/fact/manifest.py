@@ -43,27 +43,27 @@ class _Checker:
                          + (f" {found!r}" if isinstance(found, (int, float, str))
                             and not isinstance(found, bool) else ""))
 
-    def string(self, doc: Mapping, key: str, where: str, pattern: re.Pattern | None = None,
-               optional: bool = False, nullable: bool = False) -> None:
+    def _value(self, doc: Mapping, key: str, where: str, optional: bool, nullable: bool) -> tuple[bool, Any]:
+        """(True, the member) when there is a value to check; (False, None) when the member
+        is absent and ``optional``, or null and ``nullable``."""
         if key not in doc:
             if not optional:
                 raise self.error(f"{self.path}: {where}: missing \"{key}\"")
-            return
+            return False, None
         v = doc[key]
-        if v is None and nullable:
-            return
-        if not isinstance(v, str) or (pattern is not None and not pattern.fullmatch(v)):
+        return (False, None) if v is None and nullable else (True, v)
+
+    def string(self, doc: Mapping, key: str, where: str, pattern: re.Pattern | None = None,
+               optional: bool = False, nullable: bool = False) -> None:
+        present, v = self._value(doc, key, where, optional, nullable)
+        if present and (not isinstance(v, str) or (pattern is not None and not pattern.fullmatch(v))):
             self.fail(f"{where}.{key}", "a name" if pattern is not None else "a string", v)
 
     def number(self, doc: Mapping, key: str, where: str, integer: bool = False,
                lo: float = -math.inf, hi: float = math.inf, optional: bool = True,
                nullable: bool = False) -> None:
-        if key not in doc:
-            if not optional:
-                raise self.error(f"{self.path}: {where}: missing \"{key}\"")
-            return
-        v = doc[key]
-        if v is None and nullable:
+        present, v = self._value(doc, key, where, optional, nullable)
+        if not present:
             return
         ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
         if isinstance(v, bool) or not ok_type or not (lo <= v <= hi):
@@ -71,12 +71,9 @@ class _Checker:
             self.fail(f"{where}.{key}", f"{what} in [{lo:g}, {hi:g}]", v)
 
     def obj(self, doc: Mapping, key: str, where: str, optional: bool = False) -> None:
-        if key not in doc:
-            if not optional:
-                raise self.error(f"{self.path}: {where}: missing \"{key}\"")
-            return
-        if not isinstance(doc[key], dict):
-            self.fail(f"{where}.{key}", "an object", doc[key])
+        present, v = self._value(doc, key, where, optional, nullable=False)
+        if present and not isinstance(v, dict):
+            self.fail(f"{where}.{key}", "an object", v)
 
     def entry(self, p: Any, where: str, top: bool) -> None:
         """One manifest pattern (``top``), or a bucket or tail entry of one."""

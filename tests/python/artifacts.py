@@ -8,7 +8,31 @@ import shutil
 
 from fact.export import write_graph
 
-__all__ = ["write_artifact"]
+__all__ = ["write_artifact", "GEMM_STUB_SOURCE", "gemm_stub_pattern"]
+
+# A kernel library of the GEMM ABI that accepts nothing (the runtime falls back to ATen on
+# CPU tensors before calling it): enough to see whether the library was opened and bound.
+GEMM_STUB_SOURCE = r"""
+#include <stddef.h>
+#include "gemm/abi.h"
+int stub_can_implement(const FactGemmArgs* a) { return 1; }
+size_t stub_workspace_bytes(const FactGemmArgs* a) { return 0; }
+int stub_run(const FactGemmArgs* a, void* w, size_t n, void* s) { return 1; }
+const char* stub_name(void) { return "stub_gemm_sm90a"; }
+"""
+
+
+def gemm_stub_pattern() -> dict:
+    """The manifest entry of one fp32 linear (M 4, N 8, K 16, bias) run by the stand-in
+    library of :data:`GEMM_STUB_SOURCE` (symbol ``stub``)."""
+    return {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
+            "operands": {"a": "input", "b": "p_0_weight", "bias": "p_0_bias"},
+            "problem": {"kind": "gemm", "m": 4, "n": 8, "k": 16, "l": 1, "layout_a": "row",
+                        "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 8,
+                        "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
+                        "bias": "n", "alpha": 1.0, "beta": 1.0},
+            "impl": "cutlass", "kernel": "stub_gemm_sm90a", "symbol": "stub",
+            "workspace_bytes": 0, "verified": True}
 
 
 def write_artifact(tmp_path, graph: dict, patterns: list[dict], lib: str | None = None) -> str:

@@ -16,7 +16,7 @@ import torch.nn as nn
 
 import fact
 import fact.environment
-from artifacts import write_artifact
+from artifacts import GEMM_STUB_SOURCE, gemm_stub_pattern, write_artifact
 from fact.export import export_program, graph_from_program
 from fact.log import FactWarning
 from fact.runtime import save_params
@@ -24,34 +24,12 @@ from fact.runtime import save_params
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
-# A kernel library of the GEMM ABI that accepts nothing (the runtime falls back to ATen on
-# CPU tensors before calling it): enough to see whether the library was opened and bound.
-_STUB = r"""
-#include <stddef.h>
-#include "gemm/abi.h"
-int stub_can_implement(const FactGemmArgs* a) { return 1; }
-size_t stub_workspace_bytes(const FactGemmArgs* a) { return 0; }
-int stub_run(const FactGemmArgs* a, void* w, size_t n, void* s) { return 1; }
-const char* stub_name(void) { return "stub_gemm_sm90a"; }
-"""
-
 H200 = {"format": "fact.environment", "version": 1, "gpu": "NVIDIA H200", "cc": "9.0",
         "sm_count": 132, "driver": "13.0", "cuda_runtime": "13.0", "nvcc": "13.0.88",
         "cutlass": "4.2.0", "torch": "2.11.0+cu130", "torch_cuda": "13.0", "fact": "0.1.0",
         "fact_commit": "abc1234", "policy": "fp32", "tune_budget": 2}
 A100_HERE = {"gpu": "NVIDIA A100-SXM4-80GB", "cc": "8.0", "driver": "13.0"}
 H200_HERE = {"gpu": "NVIDIA H200", "cc": "9.0", "driver": "13.0"}
-
-
-def _pattern() -> dict:
-    return {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
-            "operands": {"a": "input", "b": "p_0_weight", "bias": "p_0_bias"},
-            "problem": {"kind": "gemm", "m": 4, "n": 8, "k": 16, "l": 1, "layout_a": "row",
-                        "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 8,
-                        "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
-                        "bias": "n", "alpha": 1.0, "beta": 1.0},
-            "impl": "cutlass", "kernel": "stub_gemm_sm90a", "symbol": "stub",
-            "workspace_bytes": 0, "verified": True}
 
 
 @pytest.fixture
@@ -64,9 +42,9 @@ def artifact(tmp_path, build_c_library, fake_factc) -> tuple[str, nn.Module, tor
     model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
     ep = export_program(model, [x])
     src = tmp_path / "stub.c"
-    src.write_text(_STUB)
+    src.write_text(GEMM_STUB_SOURCE)
     lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
-    art = write_artifact(tmp_path, graph_from_program(ep), [_pattern()], lib)
+    art = write_artifact(tmp_path, graph_from_program(ep), [gemm_stub_pattern()], lib)
     save_params({**ep.state_dict, **ep.constants}, art)
     fact.environment.write_environment(art, H200)
     subprocess.run([fake_factc, "discover", os.path.join(art, "graph.json"), "-o",

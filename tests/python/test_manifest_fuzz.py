@@ -17,34 +17,15 @@ import torch
 import torch.nn as nn
 
 import fact.runtime
-from artifacts import write_artifact
+from artifacts import GEMM_STUB_SOURCE, gemm_stub_pattern, write_artifact
 from fact.export import export_program, graph_from_program
 from fact.runtime import ArtifactError, save_params
 
-_STUB = r"""
-#include <stddef.h>
-#include "gemm/abi.h"
-int stub_can_implement(const FactGemmArgs* a) { return 1; }
-size_t stub_workspace_bytes(const FactGemmArgs* a) { return 0; }
-int stub_run(const FactGemmArgs* a, void* w, size_t n, void* s) { return 1; }
-const char* stub_name(void) { return "stub_gemm_sm90a"; }
-"""
 
 # Values a member is replaced by: each of another type than most members hold, or a number
 # out of any range the reader accepts.
 _REPLACEMENTS = [None, "", "x", -1, 0, 2 ** 63, 1e308, float("nan"), True, [], {}, [None], {"k": 1}]
 _MUTATIONS = 400
-
-
-def _pattern() -> dict:
-    return {"id": "p0", "rule": "gemm", "abi": "gemm", "nodes": ["linear"], "output": "linear",
-            "operands": {"a": "input", "b": "p_0_weight", "bias": "p_0_bias"},
-            "problem": {"kind": "gemm", "m": 4, "n": 8, "k": 16, "l": 1, "layout_a": "row",
-                        "layout_b": "col", "lda": 16, "ldb": 16, "ldd": 8,
-                        "batch_stride_a": 0, "batch_stride_b": 0, "batch_stride_d": 0,
-                        "bias": "n", "alpha": 1.0, "beta": 1.0},
-            "impl": "cutlass", "kernel": "stub_gemm_sm90a", "symbol": "stub",
-            "workspace_bytes": 0, "verified": True}
 
 
 def _paths(doc, prefix=()):
@@ -74,9 +55,9 @@ def test_every_mutated_manifest_loads_right_or_is_refused_with_a_clear_error(tmp
     model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
     ep = export_program(model, [x])
     src = tmp_path / "stub.c"
-    src.write_text(_STUB)
+    src.write_text(GEMM_STUB_SOURCE)
     lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
-    art = write_artifact(tmp_path, graph_from_program(ep), [_pattern()], lib)
+    art = write_artifact(tmp_path, graph_from_program(ep), [gemm_stub_pattern()], lib)
     save_params({**ep.state_dict, **ep.constants}, art)
     manifest_path = os.path.join(art, "manifest.json")
     valid = json.loads(open(manifest_path).read())
