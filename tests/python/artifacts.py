@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 
-from fact.export import write_graph
+import torch
+import torch.nn as nn
 
-__all__ = ["write_artifact", "GEMM_STUB_SOURCE", "gemm_stub_pattern"]
+from fact.export import export_program, graph_from_program, write_graph
+from fact.runtime import save_params
+
+__all__ = ["write_artifact", "GEMM_STUB_SOURCE", "gemm_stub_pattern", "linear_stub_artifact"]
 
 # A kernel library of the GEMM ABI that accepts nothing (the runtime falls back to ATen on
 # CPU tensors before calling it): enough to see whether the library was opened and bound.
@@ -47,3 +51,18 @@ def write_artifact(tmp_path, graph: dict, patterns: list[dict], lib: str | None 
     if lib is not None:
         shutil.copy(lib, art / "libfact_kernels.so")
     return str(art)
+
+
+def linear_stub_artifact(tmp_path, build_c_library) -> tuple[str, nn.Module, torch.Tensor]:
+    """An artifact of ``Linear(16, 8)`` then ReLU whose linear is one CUTLASS pattern run by
+    the stand-in library (:data:`GEMM_STUB_SOURCE`), with params.pt; ``build_c_library`` is
+    conftest's fixture. Returns (path, model, an input [4, 16] fp32)."""
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
+    ep = export_program(model, [x])
+    src = tmp_path / "stub.c"
+    src.write_text(GEMM_STUB_SOURCE)
+    lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
+    art = write_artifact(tmp_path, graph_from_program(ep), [gemm_stub_pattern()], lib)
+    save_params({**ep.state_dict, **ep.constants}, art)
+    return art, model, x

@@ -16,10 +16,8 @@ import torch.nn as nn
 
 import fact
 import fact.environment
-from artifacts import GEMM_STUB_SOURCE, gemm_stub_pattern, write_artifact
-from fact.export import export_program, graph_from_program
+from artifacts import linear_stub_artifact
 from fact.log import FactWarning
-from fact.runtime import save_params
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -38,14 +36,7 @@ def artifact(tmp_path, build_c_library, fake_factc) -> tuple[str, nn.Module, tor
     manifest, library, params.pt, environment.json and the plan (from the stand-in
     engine's discover, so that a rebuild has something to realize). Returns (path, model,
     an input)."""
-    torch.manual_seed(0)
-    model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
-    ep = export_program(model, [x])
-    src = tmp_path / "stub.c"
-    src.write_text(GEMM_STUB_SOURCE)
-    lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
-    art = write_artifact(tmp_path, graph_from_program(ep), [gemm_stub_pattern()], lib)
-    save_params({**ep.state_dict, **ep.constants}, art)
+    art, model, x = linear_stub_artifact(tmp_path, build_c_library)
     fact.environment.write_environment(art, H200)
     subprocess.run([fake_factc, "discover", os.path.join(art, "graph.json"), "-o",
                     os.path.join(art, "plan.json"), "--policy", "fp32"], check=True)

@@ -12,14 +12,11 @@ import json
 import os
 import random
 
-import pytest
 import torch
-import torch.nn as nn
 
 import fact.runtime
-from artifacts import GEMM_STUB_SOURCE, gemm_stub_pattern, write_artifact
-from fact.export import export_program, graph_from_program
-from fact.runtime import ArtifactError, save_params
+from artifacts import linear_stub_artifact
+from fact.runtime import ArtifactError
 
 
 # Values a member is replaced by: each of another type than most members hold, or a number
@@ -51,14 +48,7 @@ def _mutate(doc: dict, rng: random.Random) -> tuple[dict, str]:
 
 
 def test_every_mutated_manifest_loads_right_or_is_refused_with_a_clear_error(tmp_path, build_c_library):
-    torch.manual_seed(0)
-    model, x = nn.Sequential(nn.Linear(16, 8), nn.ReLU()).eval(), torch.randn(4, 16)
-    ep = export_program(model, [x])
-    src = tmp_path / "stub.c"
-    src.write_text(GEMM_STUB_SOURCE)
-    lib = build_c_library("gemm/abi.h", str(src), "libstub.so")
-    art = write_artifact(tmp_path, graph_from_program(ep), [gemm_stub_pattern()], lib)
-    save_params({**ep.state_dict, **ep.constants}, art)
+    art, model, x = linear_stub_artifact(tmp_path, build_c_library)
     manifest_path = os.path.join(art, "manifest.json")
     valid = json.loads(open(manifest_path).read())
     expected = model(x)
