@@ -1,4 +1,4 @@
-"""Kernel-level check of the fused-attention templates (src/families/attention/templates/attention_sm80.cu.in
+"""Kernel-level check of the fused-attention templates (src/families/attention/templates/attention_sm80*.cu.in
 and, with --sm90, the attention_sm90*.cu.in parts).
 
 Renders a few configurations, compiles each into a shared library with nvcc, then (on a GPU)
@@ -34,7 +34,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
-TEMPLATE = ROOT / "src/families/attention/templates/attention_sm80.cu.in"
+# The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM80_PARTS).
+TEMPLATE_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
+                  ("attention_sm80", "attention_sm80_kernel")]
 ABI = ROOT / "src/families/attention/abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
 ELEMENTS = {"f32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
@@ -46,7 +48,7 @@ def kernel_name(math_: str, io: str, d: int, mask: str, bm: int, bn: int, mb: in
 
 def render(math_: str, io: str, d: int, mask: str, bm: int, bn: int, mb: int) -> tuple[str, str]:
     name = kernel_name(math_, io, d, mask, bm, bn, mb)
-    text = TEMPLATE.read_text()
+    text = "".join(part.read_text() for part in TEMPLATE_PARTS)
     subs = {"NAME": name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[io], "MATH": math_,
             "HEAD_DIM": str(d), "MASK": str(MASKS[mask]), "BLOCK_M": str(bm),
             "BLOCK_N": str(bn), "MIN_BLOCKS": str(mb)}

@@ -1,6 +1,6 @@
 // Renders a fused-attention kernel's translation unit from its template
-// (src/families/attention/templates/attention_sm80.cu.in, or the attention_sm90*.cu.in parts
-// concatenated into one text by the build; both embedded in factc).
+// (src/families/attention/templates/: the attention_sm80*.cu.in or the attention_sm90*.cu.in parts,
+// each concatenated into one text by the build; both embedded in factc).
 #pragma once
 #include <string>
 

@@ -1,5 +1,5 @@
 // The attention family (families/family.h): rule `attention`, FACT's fused attention kernels
-// from templates/attention_sm80.cu.in and, on sm_90 for bf16/fp16 inputs,
+// from templates/attention_sm80*.cu.in and, on sm_90 for bf16/fp16 inputs,
 // templates/attention_sm90*.cu.in (docs/04-realization.md, "Attention"), the vendor
 // path's lower bound (cuBLAS's two GEMMs) as the vendor candidate, the float64 reference of
 // verify_kernels.cu, the C ABI of abi.h. The vendor candidate only bounds the ATen path:

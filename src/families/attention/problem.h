@@ -69,7 +69,7 @@ struct AttentionProblem {
 /// `window` (0: none): j <= i and, for window W > 0, j > i - W (Mistral's sliding window,
 /// `kv_pos > q_pos - W`; docs/03-rules.md, "Mask proofs"). The float64 reference, the
 /// coverage check and the cost model read this one rule; the kernel templates spell it in
-/// their masking (attention_sm80.cu.in, attention_sm90_kernel.cu.in).
+/// their masking (attention_sm80_kernel.cu.in, attention_sm90_kernel.cu.in).
 FACT_HD inline bool attention_causal_keeps(int64_t i, int64_t j, int64_t window) {
   return j <= i && (window <= 0 || j > i - window);
 }

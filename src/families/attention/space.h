@@ -1,6 +1,6 @@
 // The fused-attention kernel family: which kernel a problem and a precision policy call for,
 // its tuning space, a cost model that ranks it, and the procedural kernel names. Two
-// members: templates/attention_sm80.cu.in (mma.sync, FlashAttention-2's schedule; every
+// members: templates/attention_sm80*.cu.in (mma.sync, FlashAttention-2's schedule; every
 // dtype and policy) and templates/attention_sm90*.cu.in (WGMMA + TMA, warp-specialized,
 // sm_90a only; bf16/fp16 inputs only, space_sm90.h).
 //
