@@ -91,6 +91,8 @@ void validate(const Graph& g) { GraphIndex index(g); }
 GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
   auto define = [&](const std::string& name, Entry e) {
     if (name.empty()) throw Error("graph '" + g.name + "': a value has an empty name");
+    if (!is_value_name(name))
+      throw Error("graph '" + g.name + "': value '" + name + "' is not a value name (letters, digits, '_' and '.', as in linear_1)");
     if (!values_.emplace(name, e).second)
       throw Error("graph '" + g.name + "': value '" + name + "' is defined twice");
   };
@@ -113,6 +115,8 @@ GraphIndex::GraphIndex(const Graph& g) : graph_(g) {
   for (const auto& n : g.nodes) {
     if (!node_names.insert(n.name).second)
       throw Error("node '" + n.name + "' is defined twice");
+    if (!is_value_name(n.name))
+      throw Error("graph '" + g.name + "': node '" + n.name + "' is not a value name (letters, digits, '_' and '.', as in linear_1)");
     if (n.op.empty()) throw Error("node '" + n.name + "' has an empty op (expected \"aten.<op>.<overload>\")");
     if (!is_op_name(n.op))
       throw Error("node '" + n.name + "' has op '" + n.op + "', which is not an op name (a letter or '_', then letters, digits, '_' and '.', as in aten.mm.default)");

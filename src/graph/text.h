@@ -27,6 +27,10 @@ Graph parse_text(std::string_view text, std::string_view source = "<text>");
 /// node's op, so every graph that reads, from JSON or text, prints as text that reads back.
 bool is_op_name(std::string_view op);
 
+/// True when `name` reads back after '%' in the text form: one or more letters, digits, '_'
+/// and '.' (value names as torch.fx makes them: x, linear_1, split.0).
+bool is_value_name(std::string_view name);
+
 /// Pieces of the text form, shared with other printers (e.g. the plan text).
 std::string format_type(const TensorType& type);  // f32[8,4]{4,1}
 std::string format_arg(const Arg& arg);           // %x, 2, 1e-05, "s", [1, 2], dtype(f32)

@@ -397,6 +397,10 @@ Graph parse_text(std::string_view text, std::string_view source) {
   return Parser(text, source).parse_graph();
 }
 
+bool is_value_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), ident_char);
+}
+
 bool is_op_name(std::string_view op) {
   return !op.empty() && ident_start(op[0]) && std::all_of(op.begin(), op.end(), ident_char);
 }

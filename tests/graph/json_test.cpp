@@ -112,6 +112,15 @@ TEST(GraphJson, AKeywordThatTheTextFormCannotReadIsAnError) {
             "'_' and '.', as in dtype)");
 }
 
+TEST(GraphJson, AValueNameThatTheTextFormCannotReadIsAnError) {
+  // Found by fuzz_graph_json: a buffer named "`_mask" was read, but its text could not be
+  // read back ("expected a value name after '%'").
+  EXPECT_EQ(read_error(graph_with_node(
+                R"({"name": "n`", "op": "aten.relu.default", "args": [{"ref": "x"}], "kwargs": {},
+                    "outputs": [{"name": "n`", "type": {"dtype": "float32", "shape": [2], "strides": [1]}}]})")),
+            "graph 'G': node 'n`' is not a value name (letters, digits, '_' and '.', as in linear_1)");
+}
+
 TEST(GraphJson, AnEmptyOpIsAnError) {
   // An empty op was read, but the text form it prints cannot be read back.
   EXPECT_EQ(read_error(graph_with_node(R"({"name": "n", "op": "", "args": [], "kwargs": {}, "outputs": []})")),
