@@ -1,5 +1,5 @@
 """The shape of manifest.json checked before anything is bound (docs/05-composition.md,
-"The manifest"; docs/10-bad-inputs.md).
+"Manifest JSON (version 1)"; docs/10-bad-inputs.md).
 
 ``factc compose`` writes the manifest; a user may edit, truncate or hand-write one. Every
 member the runtime reads is checked for its type and range here, so a malformed manifest is

@@ -474,10 +474,11 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
                        "fact.graph")
     library = None
     if kernel_patterns(manifest):
-        if manifest.get("library", "libfact_kernels.so") is None:
+        lib_name = manifest.get("library", "libfact_kernels.so")
+        if lib_name is None:
             raise ArtifactError(f"{os.path.join(artifact_dir, 'manifest.json')}: library is null, "
                                 "but the manifest has cutlass patterns")
-        lib_path = os.path.join(artifact_dir, manifest.get("library", "libfact_kernels.so"))
+        lib_path = os.path.join(artifact_dir, lib_name)
         if not os.path.isfile(lib_path):
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")
         library = KernelLibrary(os.path.abspath(lib_path))
