@@ -82,7 +82,8 @@ def build(cfg, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path, float,
 
 # The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM90_PARTS).
 TEMPLATE_SM90_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
-                       ("attention_sm90", "attention_sm90_ptx", "attention_sm90_kernel", "attention_sm90_launch")]
+                       ("attention_sm90", "attention_sm90_ptx", "attention_sm90_kernel", "attention_sm90_consumer",
+                        "attention_sm90_launch")]
 CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/cutlass/include"))
 
 
@@ -106,6 +107,7 @@ class Sm90:
     chain: int = 0     # the next tile's first Q.K^T issued with this tile's last P.V (2 Q buffers)
     cluster: int = 1   # 2: pairs of CTAs multicast K/V (no mask)
     preg: int = 24     # registers the producer warpgroup keeps (setmaxnreg)
+    inp: str = ""      # f32: fp32 Q/K/V/O, each tile rounded to io in shared memory ("" = io)
 
     @property
     def bm(self) -> int:
@@ -113,7 +115,7 @@ class Sm90:
 
     @property
     def name(self) -> str:
-        return (f"fact_attn_sm90_{self.io}_d{self.d}_{self.mask}_{self.bm}x{self.bn}_s{self.stages}"
+        return (f"fact_attn_sm90_{self.io}{'_' + self.inp if self.inp else ''}_d{self.d}_{self.mask}_{self.bm}x{self.bn}_s{self.stages}"
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
                 f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
@@ -122,7 +124,8 @@ class Sm90:
 
 def render_sm90(c: Sm90) -> tuple[str, str]:
     text = "".join(part.read_text() for part in TEMPLATE_SM90_PARTS)
-    subs = {"NAME": c.name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[c.io], "HEAD_DIM": str(c.d),
+    subs = {"NAME": c.name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[c.io], "INPUT": ELEMENTS[c.inp or c.io],
+            "HEAD_DIM": str(c.d),
             "MASK": str(MASKS[c.mask]), "BLOCK_M": str(c.bm), "BLOCK_N": str(c.bn),
             "STAGES": str(c.stages), "CONSUMER_WG": str(c.wg), "OVERLAP": str(c.overlap),
             "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb), "PERSISTENT": str(c.persistent),
@@ -157,7 +160,11 @@ MASK_PROBLEMS = {
     "gqa_keep_mask": (2, 32, 8, 1024, 128, "keep", "bthd"),
     "mingpt_drop_mask": (16, 8, 8, 512, 96, "drop", "qkv"),
 }
-ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS}
+#: fp32 inputs under the bf16 policy (the model kept in fp32, `--precision bf16`): the same
+#: shapes, each tile rounded to bf16 by the kernel; the baselines run under autocast(bf16).
+F32IN_PROBLEMS = {"mingpt_attention_core_f32in": PROBLEMS["mingpt_attention_core"],
+                  "llama3_8b_block_attention_f32in": PROBLEMS["llama3_8b_block_attention"]}
+ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **F32IN_PROBLEMS}
 
 
 def sm90_configs() -> list:
@@ -177,6 +184,13 @@ def sm90_configs() -> list:
     for d, mask in ((128, "additive"), (128, "keep"), (96, "drop")):
         out += [Sm90("bf16", d, mask, 128, **pp), Sm90("bf16", d, mask, 128, **{**pp, "lazy": 0}),
                 ("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2)]
+    # fp32 inputs under bf16: the converting producer (epilogue 0: O leaves in fp32 from
+    # registers), with 56 or 40 producer registers, against the sm80 kernels the blocks chose.
+    cv = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, lazy=1)
+    out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, **cv), Sm90("bf16", 96, "causal", 128, preg=56, **cv),
+            Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
+            Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
+            ("bf16", "f32", 128, "nomask", 128, 64, 1)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
@@ -185,10 +199,10 @@ def sm90_configs() -> list:
     return out
 
 
-def cfg_matches(cfg, d: int, mask: str) -> bool:
+def cfg_matches(cfg, d: int, mask: str, f32in: bool = False) -> bool:
     if isinstance(cfg, Sm90):
-        return cfg.io == "bf16" and cfg.d == d and cfg.mask == mask
-    return cfg[0] == "bf16" and cfg[1] == "bf16" and cfg[2] == d and cfg[3] == mask
+        return cfg.io == "bf16" and cfg.inp == ("f32" if f32in else "") and cfg.d == d and cfg.mask == mask
+    return cfg[0] == "bf16" and cfg[1] == ("f32" if f32in else "bf16") and cfg[2] == d and cfg[3] == mask
 
 
 def main() -> int:
@@ -440,7 +454,7 @@ def make_problem(pname: str, seed: int = 0, ramp: float = 0.0):
 
     B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
     g = torch.Generator(device="cuda").manual_seed(seed)
-    dt = torch.bfloat16
+    dt = torch.float32 if pname in F32IN_PROBLEMS else torch.bfloat16
     if layout == "qkv":
         C = H * D
         qkv = torch.randn(B, T, 3 * C, device="cuda", generator=g).to(dt)
@@ -640,7 +654,8 @@ def run_sm90(configs, built, opts) -> int:
     rows, ok_all = [], True
     for pname in opts.problems.split(","):
         B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
-        cfgs = [c for c in configs if c in built and cfg_matches(c, D, mask)]
+        f32in = pname in F32IN_PROBLEMS
+        cfgs = [c for c in configs if c in built and cfg_matches(c, D, mask, f32in)]
         if not cfgs:
             continue
         st = smoke(pname, cfgs, work, opts, log)
@@ -662,7 +677,11 @@ def run_sm90(configs, built, opts) -> int:
         # SDPA's own error on the same inputs, for scale
         m_t = P.get("m")
         sd_mask = None if m_t is None else (m_t if mask == "additive" else (m_t != 0) if mask == "keep" else (m_t == 0))
-        sd = F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal, scale=scale)
+        def policy():  # fp32 inputs: the baselines under autocast(bf16), as eager runs the bf16 policy
+            return torch.autocast("cuda", dtype=torch.bfloat16, enabled=f32in)
+
+        with policy():
+            sd = F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal, scale=scale)
         sdpa_err = compare(sd, ref)["max_rel_err"]
         del sd
         cand, results, keep = {}, [], []
@@ -687,18 +706,25 @@ def run_sm90(configs, built, opts) -> int:
         tri = torch.ones(T, T, device="cuda", dtype=torch.bool).tril()
 
         def eager():
-            att = (q @ ke.transpose(-2, -1)) * scale
-            if causal:
-                att = att.masked_fill(~tri, float("-inf"))
-            elif sd_mask is not None:
-                att = att + sd_mask if mask == "additive" else att.masked_fill(~sd_mask, float("-inf"))
-            return (torch.softmax(att, dim=-1) @ ve).transpose(1, 2).contiguous()
+            with policy():
+                att = (q @ ke.transpose(-2, -1)) * scale
+                if causal:
+                    att = att.masked_fill(~tri, float("-inf"))
+                elif sd_mask is not None:
+                    att = att + sd_mask if mask == "additive" else att.masked_fill(~sd_mask, float("-inf"))
+                return (torch.softmax(att, dim=-1) @ ve).transpose(1, 2).contiguous()
 
-        cand["sdpa"] = lambda: F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal,
-                                                              scale=scale).transpose(1, 2).contiguous()
-        cand["sdpa_gqa"] = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=sd_mask, is_causal=causal,
-                                                                  scale=scale, enable_gqa=HK != H
-                                                                  ).transpose(1, 2).contiguous()
+        def sdpa():
+            with policy():
+                return F.scaled_dot_product_attention(q, ke, ve, attn_mask=sd_mask, is_causal=causal,
+                                                      scale=scale).transpose(1, 2).contiguous()
+
+        def sdpa_gqa():
+            with policy():
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=sd_mask, is_causal=causal, scale=scale,
+                                                      enable_gqa=HK != H).transpose(1, 2).contiguous()
+
+        cand["sdpa"], cand["sdpa_gqa"] = sdpa, sdpa_gqa
         cand["eager"] = eager
         if opts.compile and pname in PROBLEMS:  # the three of the results file
             cand["inductor"] = torch.compile(eager)

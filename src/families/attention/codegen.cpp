@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "engine/kernel_template.h"
 #include "engine/embedded_templates.h"
+#include "families/attention/space_sm90.h"
 
 namespace fact::realize {
 
@@ -28,10 +29,13 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
   if (!c.sm90) throw Error("render_attention_sm90: " + attention_kernel_name(f, c) + " is not an sm90 configuration");
   const AttentionSm90Options& o = *c.sm90;
   const auto flag = [](bool b) { return std::string(b ? "1" : "0"); };
+  // ELEMENT is the GEMMs' operand type, INPUT the tensors' (fp32 inputs: rounded to bf16).
+  const DType operand = attention_sm90_converts(f) ? DType::bf16 : f.element;
   return fill_placeholders(template_text, {
       {"NAME", attention_kernel_name(f, c)},
       {"ABI", embedded::kAttentionAbiHeader},
-      {"ELEMENT", cuda_element_name(f.element)},
+      {"ELEMENT", cuda_element_name(operand)},
+      {"INPUT", cuda_element_name(f.element)},
       {"HEAD_DIM", std::to_string(f.head_dim)},
       {"MASK", std::to_string(int(f.mask))},
       {"BLOCK_M", std::to_string(c.block_m)},

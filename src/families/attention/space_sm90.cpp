@@ -44,6 +44,9 @@ constexpr double kLazyTensorMask = 1.025;
 constexpr double kNoPingpongRate = 0.94;
 constexpr double kOneWgTwoCtasRate = 0.88;
 constexpr double kOneWgRate = 0.70;
+// fp32 inputs: the producer rounds every tile in shared memory while the consumers run;
+// assumed to cost 15 % of a step (a prediction: docs/perf-notes.md v14 measures it).
+constexpr double kConvertStepCost = 1.15;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -63,15 +66,23 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
 
 }  // namespace
 
+bool attention_sm90_converts(const AttentionFamily& f) { return f.element == DType::f32 && f.math == "bf16"; }
+
 bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why) {
   why.clear();
-  if (f.element == DType::f32 || f.math != (f.element == DType::bf16 ? "bf16" : "f16")) {
-    why = "the sm90 attention kernel takes bf16 or fp16 inputs in their own math";
+  const bool own = f.element != DType::f32 && f.math == (f.element == DType::bf16 ? "bf16" : "f16");
+  if (!own && !attention_sm90_converts(f)) {
+    why = "the sm90 attention kernel takes bf16 or fp16 inputs in their own math, or fp32 inputs in bf16 math";
     return false;
   }
+  if (attention_sm90_converts(f) && f.mask == MaskKind::additive) {
+    why = "fp32 inputs with an additive mask: the sm90 kernel reads 16-bit mask pairs (the sm80 kernel takes it)";
+    return false;
+  }
+  const int64_t max_stride = (int64_t(1) << 40) / int64_t(dtype_bytes(f.element));
   for (const AttentionStrides* s : {&p.q, &p.k, &p.v, &p.o}) {
     for (int64_t st : {s->batch, s->head, s->row}) {
-      if (st < 0 || st >= (int64_t(1) << 39)) {
+      if (st < 0 || st >= max_stride) {
         why = fmt::format("a stride of {} elements is beyond the TMA's 2^40 bytes", st);
         return false;
       }
@@ -93,12 +104,28 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
   return true;
 }
 
-std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
+namespace {
+// The template's kOffStage: the Q tiles, the K/V ring and epilogue 1's O tile.
+std::size_t tiles_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const AttentionSm90Options& o = *c.sm90;
   const std::size_t tile_q = std::size_t(c.block_m) * std::size_t(f.head_dim) * 2;
   const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * 2;
-  const std::size_t bars = 8 * (4 + 4 * std::size_t(o.stages));
-  return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0) + bars + 1024;
+  return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0);
+}
+constexpr int kStageRows = 32;  // the template's kStageRows
+}  // namespace
+
+int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c) {
+  if (!attention_sm90_converts(f)) return 0;
+  const long long cap = (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * c.sm90->stages + 4);
+  const long long fit = (cap - (long long)tiles_bytes(f, c)) / (kStageRows * 4LL * f.head_dim);
+  return int(std::clamp(fit, 0LL, 4LL));
+}
+
+std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
+  const int slots = attention_sm90_staging_slots(f, c);
+  const std::size_t bars = 8 * (4 + 4 * std::size_t(c.sm90->stages) + std::size_t(slots));
+  return tiles_bytes(f, c) + std::size_t(slots) * kStageRows * 4 * std::size_t(f.head_dim) + bars + 1024;
 }
 
 int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu) {
@@ -109,6 +136,10 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
   if (!c.sm90 || !valid_schedule(f, c)) return false;
+  if (attention_sm90_converts(f) &&
+      (c.sm90->epilogue != 0 || c.sm90->cluster != 1 || c.block_m % kStageRows != 0 || c.block_n % kStageRows != 0 ||
+       attention_sm90_staging_slots(f, c) < 2))
+    return false;
   const std::size_t smem = attention_sm90_smem_bytes(f, c);
   const std::size_t mb = std::size_t(c.min_blocks);
   return smem <= kTemplateSmemLimit / mb && smem <= gpu.smem_per_block &&
@@ -129,6 +160,19 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
   const AttentionConfig all[] = {{128, 128, 1, base}, {128, 128, 1, chain}, {128, 128, 1, eager},
                                  {128, 128, 1, eager_chain}, {128, 192, 1, wide}, {64, 128, 2, one_wg}};
   std::vector<AttentionConfig> out;
+  if (attention_sm90_converts(f)) {
+    // fp32 inputs: the converting producer needs registers for its float4 groups (56 or 40
+    // of them, against the 24 of the TMA-only producer) and O leaves from registers.
+    AttentionSm90Options cv = base, cv_chain = base, cv_chain40 = base;
+    cv.epilogue = cv_chain.epilogue = cv_chain40.epilogue = 0;
+    cv.producer_regs = cv_chain.producer_regs = 56;
+    cv_chain40.producer_regs = 40;
+    cv_chain.chain = cv_chain40.chain = true;
+    for (const AttentionConfig& c : {AttentionConfig{128, 128, 1, cv}, AttentionConfig{128, 128, 1, cv_chain},
+                                     AttentionConfig{128, 128, 1, cv_chain40}})
+      if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
+    return out;
+  }
   for (const auto& c : all) {
     if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
   }
@@ -145,6 +189,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   step_s *= (1.0 + kStepOverhead * 128.0 / c.block_n) / (1.0 + kStepOverhead);
   if (o.lazy_rescale) step_s *= mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
   if (o.chain) step_s *= kChainStepCost;
+  if (attention_sm90_converts(f)) step_s *= kConvertStepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
                              (o.epilogue == 0 ? kEpilogue0Steps : o.epilogue == 2 ? kEpilogue2Steps : 0.0);
 
@@ -185,7 +230,8 @@ double attention_sm90_estimate_seconds(const AttentionFamily& f, const Attention
 
 std::string attention_sm90_kernel_name(const AttentionFamily& f, const AttentionConfig& c) {
   const AttentionSm90Options& o = *c.sm90;
-  std::string s = fmt::format("fact_attn_sm90_{}_d{}_{}_{}x{}_s{}_wg{}", attention_io_token(f.element), f.head_dim,
+  const std::string io = attention_sm90_converts(f) ? std::string("bf16_f32") : attention_io_token(f.element);
+  std::string s = fmt::format("fact_attn_sm90_{}_d{}_{}_{}x{}_s{}_wg{}", io, f.head_dim,
                               attention_mask_token(f.mask), c.block_m, c.block_n, o.stages, o.consumer_wg);
   if (o.overlap) s += "_ov";
   if (o.pingpong) s += "_pp";

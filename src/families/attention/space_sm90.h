@@ -7,7 +7,8 @@
 // Names (bench/attention_check.py's Sm90.name, which measured the kernels under them):
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
 //       [_e<epilogue>][_l2][_lazy][_chain][_c2][_r<producer regs>]
-// io: bf16 | f16 (the math is the element's own); _e only for epilogue 1 or 2, _c2 for
+// io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
+// math: each tile rounded in shared memory by the converting producer); _e only for epilogue 1 or 2, _c2 for
 // clusters of two, _r only when the producer keeps other than 24 registers. E.g.
 //   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
 #pragma once
@@ -19,9 +20,18 @@
 
 namespace fact::realize {
 
+/// True for fp32 inputs in bf16 math (the bf16 policy on an fp32 model): the template's
+/// INPUT is float, its ELEMENT bf16, and the producer rounds each fp32 tile the TMA stages.
+bool attention_sm90_converts(const AttentionFamily& f);
+
+/// Staging slots of 32 x D fp32 the converting producer gets (the template's kStagingSlots:
+/// as many as fit beside the tiles, at most 4); 0 when `f` does not convert.
+int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c);
+
 /// True when the sm90 member can implement `p` under family `f`: bf16 or fp16 elements with
-/// the math of their own dtype (the template's ELEMENT; fp32 inputs under any policy are
-/// sm80 only), every Q/K/V/O stride below 2^39 elements (the TMA's 2^40-byte limit; the
+/// the math of their own dtype, or fp32 inputs in bf16 math without an additive mask (the
+/// template's ELEMENT and INPUT; fp32 inputs under tf32 and fp32 are sm80 only), every
+/// Q/K/V/O stride below 2^40 bytes (the TMA's limit; the
 /// multiples of 16 bytes are attention_family's check already), a mask tensor's strides
 /// even (two keys per load), and batch x heads x query blocks of 128 rows, seq_q and seq_k
 /// within 32 bits (the template's can_implement, FACT_ATTN_ERR_RANGE). Sets `why` otherwise.
@@ -29,8 +39,9 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
 
 /// Dynamic shared memory of one CTA in bytes, as the template's kSmemBytes: (1 + CHAIN) Q
 /// tiles of BLOCK_M x D, 2 x STAGES K/V tiles of BLOCK_N x D, an O tile of BLOCK_M x D with
-/// EPILOGUE 1 (2-byte elements), 8 x (4 + 4 x STAGES) bytes of mbarriers and 1 KiB of
-/// alignment slack.
+/// EPILOGUE 1 (2-byte elements), the staging slots (attention_sm90_staging_slots, 32 x D
+/// x 4 bytes each), 8 x (4 + 4 x STAGES + slots) bytes of mbarriers and 1 KiB of alignment
+/// slack.
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
 
 /// Registers per consumer thread after setmaxnreg, as the template's kRegsConsumer:
@@ -41,7 +52,8 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 /// True when `c` is a valid sm90 configuration (the template's static_asserts: BLOCK_M =
 /// 64 x WG, BLOCK_N in {64, 96, 128, 160, 192}, pingpong with 2 WG and overlap, MIN_BLOCKS 2
 /// only with 1 WG, chain with overlap + persistent + epilogue != 2, clusters of 2 without a
-/// mask or chain) that fits: shared memory <= 232448 / MIN_BLOCKS bytes (227 KiB, the
+/// mask or chain; converting: epilogue 0, no cluster, at least 2 staging slots) that fits:
+/// shared memory <= 232448 / MIN_BLOCKS bytes (227 KiB, the
 /// template's assert) and <= smem_per_block, MIN_BLOCKS x (smem + reserved) <= smem_per_sm,
 /// and at least 160 consumer registers.
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu);
@@ -52,7 +64,9 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// the default 128x128, 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
 /// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
-/// (epilogue 0). Those that do not fit (attention_sm90_config_fits) are left out, unranked.
+/// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
+/// with epilogue 0 and 56 producer registers, it with chaining, and chaining with 40.
+/// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
 /// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).

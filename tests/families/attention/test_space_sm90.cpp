@@ -1,5 +1,5 @@
-// The sm90 member of the attention space: when it applies (bf16/fp16 inputs, an sm_90 GPU
-// or none), its configurations pruned by shared memory and registers as the template
+// The sm90 member of the attention space: when it applies (bf16/fp16 inputs, fp32 inputs
+// under bf16, an sm_90 GPU or none), its configurations pruned by shared memory and registers as the template
 // computes them, its ranking next to the sm80 member on the three problems it was measured
 // on (docs/perf-notes.md v10), the budget, and its names (bench/attention_check.py's).
 #include <gtest/gtest.h>
@@ -64,12 +64,23 @@ TEST(AttentionSm90, AppliesToBf16AndFp16InputsOnAnSm90) {
       EXPECT_TRUE(attention_sm90_applies(family_of(p, pol), p, why)) << why;
     }
   }
-  for (Precision pol : {Precision::tf32, Precision::fp32, Precision::bf16}) {  // fp32 inputs: sm80 only
+  for (Precision pol : {Precision::tf32, Precision::fp32}) {  // fp32 inputs in tf32 / 3xTF32 math: sm80 only
     const AttentionProblem p = hf_causal(DType::f32);
     EXPECT_FALSE(attention_sm90_applies(family_of(p, pol), p, why));
     EXPECT_NE(why.find("bf16 or fp16 inputs"), std::string::npos) << why;
     for (const auto& n : ranked_names(p)) EXPECT_EQ(n.rfind("fact_attn_sm80_", 0), 0u) << n;
   }
+  // fp32 inputs under bf16: the converting producer, except with an additive mask (fp32 mask
+  // elements; the template reads 16-bit pairs).
+  const AttentionProblem f32 = hf_causal(DType::f32);
+  const AttentionFamily f32_bf16 = family_of(f32, Precision::bf16);
+  EXPECT_TRUE(attention_sm90_converts(f32_bf16));
+  EXPECT_FALSE(attention_sm90_converts(family_of(f32, Precision::tf32)));
+  EXPECT_FALSE(attention_sm90_converts(family_of(hf_causal(), Precision::bf16)));
+  EXPECT_TRUE(attention_sm90_applies(f32_bf16, f32, why)) << why;
+  const AttentionProblem f32_add = bthd(DType::f32, 2, 8, 8, 256, 64, MaskKind::additive);
+  EXPECT_FALSE(attention_sm90_applies(family_of(f32_add, Precision::bf16), f32_add, why));
+  EXPECT_NE(why.find("additive mask"), std::string::npos) << why;
   // A keep mask with an odd row stride (uint8 elements), a stride at 2^39.
   AttentionProblem keep = bthd(DType::bf16, 2, 8, 8, 255, 64, MaskKind::keep);
   keep.mask_strides = {256 * 255, 0, 255};
@@ -137,6 +148,44 @@ TEST(AttentionSm90, SharedMemoryAndRegistersAsTheTemplateComputesThem) {
   EXPECT_EQ(attention_sm90_space({"f16", DType::f16, 64, MaskKind::none}, h200).size(), 6u);
   EXPECT_EQ(ranked_names(llama_block()).size(), 12u + 5);
   EXPECT_EQ(ranked_names(mingpt()).size(), 12u + 6);
+}
+
+TEST(AttentionSm90, Fp32InputsStageTheirTilesInSlotsThatFit) {
+  const AttentionFamily d128{"bf16", DType::f32, 128, MaskKind::none};
+  const AttentionFamily d96{"bf16", DType::f32, 96, MaskKind::causal};
+  const AttentionGpuLimits h200;
+  AttentionSm90Options cv, cv_chain;
+  cv.epilogue = cv_chain.epilogue = 0;
+  cv.producer_regs = cv_chain.producer_regs = 56;
+  cv_chain.chain = true;
+  // d128: Q 32 KiB and the K/V ring 128 KiB leave room for 4 slots of 32 x 128 x 4 = 16 KiB;
+  // with a second Q tile, 2. Barriers: 8 x (4 + 8 + slots) bytes.
+  EXPECT_EQ(attention_sm90_staging_slots(d128, sm90(128, 128, 1, cv)), 4);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv)), 32768u + 131072 + 65536 + 128 + 1024);
+  EXPECT_EQ(attention_sm90_staging_slots(d128, sm90(128, 128, 1, cv_chain)), 2);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv_chain)), 65536u + 131072 + 32768 + 112 + 1024);
+  EXPECT_TRUE(attention_sm90_config_fits(d128, sm90(128, 128, 1, cv_chain), h200));
+  // d96: 4 slots of 12 KiB beside 2 Q tiles of 24 KiB and the 96 KiB ring.
+  EXPECT_EQ(attention_sm90_staging_slots(d96, sm90(128, 128, 1, cv_chain)), 4);
+  // Not for converting: epilogue 1 (O is fp32), a 192-key tile (no room for 2 slots).
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1), h200));
+  AttentionSm90Options wide = cv;
+  EXPECT_FALSE(attention_sm90_config_fits(d128, sm90(128, 192, 1, wide), h200));
+  // 16-bit inputs stage nothing.
+  EXPECT_EQ(attention_sm90_staging_slots({"bf16", DType::bf16, 128, MaskKind::none}, sm90(128, 128, 1, cv)), 0);
+  // The space: three configurations, named bf16_f32; first ranked for fp32 inputs under bf16.
+  const auto space = attention_sm90_space(d96, h200);
+  ASSERT_EQ(space.size(), 3u);
+  EXPECT_EQ(attention_sm90_kernel_name(d96, space[1]),
+            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_lazy_chain_r56");
+  EXPECT_EQ(attention_sm90_kernel_name(d96, space[2]),
+            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_lazy_chain_r40");
+  const AttentionProblem p = mingpt(DType::f32);
+  const AttentionFamily f = family_of(p, Precision::bf16);
+  const auto ranked = attention_tuning_space(f, p, h200, 2);
+  ASSERT_EQ(ranked.size(), 2u);
+  EXPECT_EQ(attention_kernel_name(f, ranked[0]).rfind("fact_attn_sm90_bf16_f32_d96_causal_", 0), 0u);
+  EXPECT_EQ(attention_kernel_name(f, ranked[1]).rfind("fact_attn_sm80_bf16_f32_d96_causal_", 0), 0u);
 }
 
 TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
