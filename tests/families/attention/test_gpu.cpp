@@ -269,3 +269,26 @@ TEST(AttentionGpu, WindowedKernelsPassAndIgnoringTheWindowFails) {
     EXPECT_NE(wide.reason.find("beyond their error bound"), std::string::npos) << wide.reason;
   }
 }
+
+// fp32 inputs under bf16: the sm90 member's converting producer rounds each TMA-staged fp32
+// sub-tile into the bf16 tiles. On minGPT's strided [B, T, 3C] views (causal, 128 tokens:
+// one query tile with a partial last sub-tile of none) and on grouped-query heads with a
+// window, its first-ranked kernel passes, and one that writes nothing is quarantined.
+TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem gqa = llama_heads_bf16();
+  gqa.dtype = DType::f32;
+  gqa.window = 100;
+  for (const AttentionProblem& p : {mingpt_causal(), gqa}) {
+    const BuildResult b = build_one(p, Precision::bf16, AttentionGpuLimits{});
+    ASSERT_TRUE(b.ok) << b.reason;
+    ASSERT_EQ(b.name.rfind("fact_attn_sm90_bf16_f32_", 0), 0u) << b.name;
+    nlohmann::json verification;
+    const auto out = verify_with_broken(p, b, {Broken::nothing}, *s.gpu, verification);
+    const auto& real = outcome(out, b.name);
+    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
+    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
+    EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+  }
+}
