@@ -271,9 +271,9 @@ TEST(AttentionGpu, WindowedKernelsPassAndIgnoringTheWindowFails) {
 }
 
 // fp32 inputs under bf16: the sm90 member's converting producer rounds each TMA-staged fp32
-// sub-tile into the bf16 tiles. On minGPT's strided [B, T, 3C] views (causal, 128 tokens:
-// one query tile with a partial last sub-tile of none) and on grouped-query heads with a
-// window, its first-ranked kernel passes, and one that writes nothing is quarantined.
+// sub-tile into the bf16 tiles. On minGPT's strided [B, T, 3C] views (causal) and on
+// grouped-query heads with a window (320 tokens: the last tiles' rows past the end arrive as
+// the TMA's zeros), its first-ranked kernel passes, and one that writes nothing is quarantined.
 TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
   const GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
