@@ -108,6 +108,8 @@ class Sm90:
     cluster: int = 1   # 2: pairs of CTAs multicast K/V (no mask)
     preg: int = 24     # registers the producer warpgroup keeps (setmaxnreg)
     inp: str = ""      # f32: fp32 Q/K/V/O, each tile rounded to io in shared memory ("" = io)
+    srows: int = 32    # f32: rows of a staging sub-tile
+    slots: int = 4     # f32: at most this many staging slots (as many as fit)
 
     @property
     def bm(self) -> int:
@@ -119,7 +121,8 @@ class Sm90:
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
                 f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
-                f"{f'_r{self.preg}' if self.preg != 24 else ''}")
+                f"{f'_r{self.preg}' if self.preg != 24 else ''}"
+                f"{f'_sr{self.srows}' if self.srows != 32 else ''}{f'_sl{self.slots}' if self.slots != 4 else ''}")
 
 
 def render_sm90(c: Sm90) -> tuple[str, str]:
@@ -131,7 +134,8 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
             "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb), "PERSISTENT": str(c.persistent),
             "EPILOGUE": str(c.epilogue), "L2HINT": str(c.l2hint),
             "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain),
-            "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg)}
+            "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg), "STAGE_ROWS": str(c.srows),
+            "STAGING_MAX": str(c.slots)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -191,6 +195,15 @@ def sm90_configs() -> list:
             Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
             Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
             ("bf16", "f32", 128, "nomask", 128, 64, 1)]
+    if os.environ.get("FACT_ATTN_STAGING"):  # the staging sweep of perf-notes v14
+        out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 96, "causal", 64, chain=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 96, "causal", 128, chain=1, preg=56, srows=64, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 64, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 64, preg=56, srows=64, slots=4, **cv),
+                Sm90("bf16", 128, "nomask", 64, stages=3, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 128, stages=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 128, preg=56, srows=64, slots=4, **cv)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

@@ -52,6 +52,8 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"CHAIN", flag(o.chain)},
       {"CLUSTER", std::to_string(o.cluster)},
       {"PRODUCER_REGS", std::to_string(o.producer_regs)},
+      {"STAGE_ROWS", std::to_string(o.stage_rows)},
+      {"STAGING_MAX", std::to_string(o.staging_max)},
   });
 }
 

@@ -48,6 +48,8 @@ struct AttentionSm90Options {
   bool chain = false;        // the next tile's first Q K^T with this tile's last P V (overlap, persistent, epilogue != 2)
   int cluster = 1;           // 1 | 2: pairs of CTAs multicast K/V (no mask, no chain; not in the space)
   int producer_regs = 24;    // registers the producer warpgroup keeps (40 for clusters)
+  int stage_rows = 32;       // fp32 inputs: rows of a staging sub-tile (32 | 64)
+  int staging_max = 4;       // fp32 inputs: at most this many staging slots (as many as fit)
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

@@ -112,20 +112,22 @@ std::size_t tiles_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * 2;
   return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0);
 }
-constexpr int kStageRows = 32;  // the template's kStageRows
 }  // namespace
 
 int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c) {
   if (!attention_sm90_converts(f)) return 0;
-  const long long cap = (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * c.sm90->stages + 4);
-  const long long fit = (cap - (long long)tiles_bytes(f, c)) / (kStageRows * 4LL * f.head_dim);
-  return int(std::clamp(fit, 0LL, 4LL));
+  const AttentionSm90Options& o = *c.sm90;
+  const long long cap =
+      (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * o.stages + o.staging_max);
+  const long long fit = (cap - (long long)tiles_bytes(f, c)) / (o.stage_rows * 4LL * f.head_dim);
+  return int(std::clamp(fit, 0LL, (long long)o.staging_max));
 }
 
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const int slots = attention_sm90_staging_slots(f, c);
   const std::size_t bars = 8 * (4 + 4 * std::size_t(c.sm90->stages) + std::size_t(slots));
-  return tiles_bytes(f, c) + std::size_t(slots) * kStageRows * 4 * std::size_t(f.head_dim) + bars + 1024;
+  return tiles_bytes(f, c) + std::size_t(slots) * std::size_t(c.sm90->stage_rows) * 4 * std::size_t(f.head_dim) +
+         bars + 1024;
 }
 
 int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu) {
@@ -137,7 +139,8 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
   if (!c.sm90 || !valid_schedule(f, c)) return false;
   if (attention_sm90_converts(f) &&
-      (c.sm90->epilogue != 0 || c.sm90->cluster != 1 || c.block_m % kStageRows != 0 || c.block_n % kStageRows != 0 ||
+      (c.sm90->epilogue != 0 || c.sm90->cluster != 1 || c.block_m % c.sm90->stage_rows != 0 ||
+        c.block_n % c.sm90->stage_rows != 0 ||
        attention_sm90_staging_slots(f, c) < 2))
     return false;
   const std::size_t smem = attention_sm90_smem_bytes(f, c);
@@ -243,6 +246,8 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.chain) s += "_chain";
   if (o.cluster == 2) s += "_c2";
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
+  if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
+  if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);
   return s;
 }
 
