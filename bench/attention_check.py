@@ -195,10 +195,15 @@ def sm90_configs() -> list:
             Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
             Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
             ("bf16", "f32", 128, "nomask", 128, 64, 1)]
-    if os.environ.get("FACT_ATTN_STAGING"):  # the producer sweep of perf-notes v14
-        out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=64, **cv), Sm90("bf16", 96, "causal", 128, preg=64, **cv),
-                Sm90("bf16", 128, "nomask", 128, preg=64, **cv), Sm90("bf16", 128, "nomask", 128, preg=72, **cv),
-                Sm90("bf16", 128, "nomask", 128, stages=1, preg=64, slots=8, **cv)]
+    if os.environ.get("FACT_ATTN_STAGING"):  # the staging sweep of perf-notes v14
+        out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 96, "causal", 64, chain=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 96, "causal", 128, chain=1, preg=56, srows=64, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 64, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 64, preg=56, srows=64, slots=4, **cv),
+                Sm90("bf16", 128, "nomask", 64, stages=3, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 128, stages=1, preg=56, slots=8, **cv),
+                Sm90("bf16", 128, "nomask", 128, preg=56, srows=64, slots=4, **cv)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

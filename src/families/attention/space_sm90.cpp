@@ -118,14 +118,14 @@ int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig
   if (!attention_sm90_converts(f)) return 0;
   const AttentionSm90Options& o = *c.sm90;
   const long long cap =
-      (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * o.stages + 2 * o.staging_max);
+      (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * o.stages + o.staging_max);
   const long long fit = (cap - (long long)tiles_bytes(f, c)) / (o.stage_rows * 4LL * f.head_dim);
   return int(std::clamp(fit, 0LL, (long long)o.staging_max));
 }
 
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const int slots = attention_sm90_staging_slots(f, c);
-  const std::size_t bars = 8 * (4 + 4 * std::size_t(c.sm90->stages) + 2 * std::size_t(slots));
+  const std::size_t bars = 8 * (4 + 4 * std::size_t(c.sm90->stages) + std::size_t(slots));
   return tiles_bytes(f, c) + std::size_t(slots) * std::size_t(c.sm90->stage_rows) * 4 * std::size_t(f.head_dim) +
          bars + 1024;
 }

@@ -40,7 +40,7 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
 /// Dynamic shared memory of one CTA in bytes, as the template's kSmemBytes: (1 + CHAIN) Q
 /// tiles of BLOCK_M x D, 2 x STAGES K/V tiles of BLOCK_N x D, an O tile of BLOCK_M x D with
 /// EPILOGUE 1 (2-byte elements), the staging slots (attention_sm90_staging_slots, 32 x D
-/// x 4 bytes each), 8 x (4 + 4 x STAGES + 2 x slots) bytes of mbarriers and 1 KiB of alignment
+/// x 4 bytes each), 8 x (4 + 4 x STAGES + slots) bytes of mbarriers and 1 KiB of alignment
 /// slack.
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
 

@@ -159,11 +159,11 @@ TEST(AttentionSm90, Fp32InputsStageTheirTilesInSlotsThatFit) {
   cv.producer_regs = cv_chain.producer_regs = 56;
   cv_chain.chain = true;
   // d128: Q 32 KiB and the K/V ring 128 KiB leave room for 4 slots of 32 x 128 x 4 = 16 KiB;
-  // with a second Q tile, 2. Barriers: 8 x (4 + 8 + 2 x slots) bytes.
+  // with a second Q tile, 2. Barriers: 8 x (4 + 8 + slots) bytes.
   EXPECT_EQ(attention_sm90_staging_slots(d128, sm90(128, 128, 1, cv)), 4);
-  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv)), 32768u + 131072 + 65536 + 160 + 1024);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv)), 32768u + 131072 + 65536 + 128 + 1024);
   EXPECT_EQ(attention_sm90_staging_slots(d128, sm90(128, 128, 1, cv_chain)), 2);
-  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv_chain)), 65536u + 131072 + 32768 + 128 + 1024);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 128, 1, cv_chain)), 65536u + 131072 + 32768 + 112 + 1024);
   EXPECT_TRUE(attention_sm90_config_fits(d128, sm90(128, 128, 1, cv_chain), h200));
   // d96: 4 slots of 12 KiB beside 2 Q tiles of 24 KiB and the 96 KiB ring.
   EXPECT_EQ(attention_sm90_staging_slots(d96, sm90(128, 128, 1, cv_chain)), 4);
