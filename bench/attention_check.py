@@ -189,21 +189,14 @@ def sm90_configs() -> list:
         out += [Sm90("bf16", d, mask, 128, **pp), Sm90("bf16", d, mask, 128, **{**pp, "lazy": 0}),
                 ("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2)]
     # fp32 inputs under bf16: the converting producer (epilogue 0: O leaves in fp32 from
-    # registers), with 56 or 40 producer registers, against the sm80 kernels the blocks chose.
+    # registers), with 56 or 40 producer registers, against the sm80 kernels the blocks chose
+    # (perf-notes v14 also measured 8 staging slots, 64-row sub-tiles, 64-key tiles, 1 stage,
+    # 64 and 72 producer registers and per-warp slot release).
     cv = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, lazy=1)
     out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, **cv), Sm90("bf16", 96, "causal", 128, preg=56, **cv),
             Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
             Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
             ("bf16", "f32", 128, "nomask", 128, 64, 1)]
-    if os.environ.get("FACT_ATTN_STAGING"):  # the staging sweep of perf-notes v14
-        out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, slots=8, **cv),
-                Sm90("bf16", 96, "causal", 64, chain=1, preg=56, slots=8, **cv),
-                Sm90("bf16", 96, "causal", 128, chain=1, preg=56, srows=64, slots=8, **cv),
-                Sm90("bf16", 128, "nomask", 64, preg=56, slots=8, **cv),
-                Sm90("bf16", 128, "nomask", 64, preg=56, srows=64, slots=4, **cv),
-                Sm90("bf16", 128, "nomask", 64, stages=3, preg=56, slots=8, **cv),
-                Sm90("bf16", 128, "nomask", 128, stages=1, preg=56, slots=8, **cv),
-                Sm90("bf16", 128, "nomask", 128, preg=56, srows=64, slots=4, **cv)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

@@ -132,7 +132,8 @@ std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionC
 
 int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu) {
   const AttentionSm90Options& o = *c.sm90;
-  const int raw = ((gpu.registers_per_sm / c.min_blocks) / 128 - o.producer_regs) / o.consumer_wg;
+  const int alloc = (gpu.registers_per_sm / c.min_blocks / (128 * (o.consumer_wg + 1))) / 8 * 8;
+  const int raw = alloc + (alloc - o.producer_regs) / o.consumer_wg;
   return std::min(raw, 240) / 8 * 8;
 }
 
@@ -164,15 +165,16 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
                                  {128, 128, 1, eager_chain}, {128, 192, 1, wide}, {64, 128, 2, one_wg}};
   std::vector<AttentionConfig> out;
   if (attention_sm90_converts(f)) {
-    // fp32 inputs: the converting producer needs registers for its float4 groups (56 or 40
-    // of them, against the 24 of the TMA-only producer) and O leaves from registers.
-    AttentionSm90Options cv = base, cv_chain = base, cv_chain40 = base;
-    cv.epilogue = cv_chain.epilogue = cv_chain40.epilogue = 0;
+    // fp32 inputs: the converting producer needs registers for its float4 groups (56 or 72
+    // of them, against the 24 of the TMA-only producer; 40 spills) and O leaves from
+    // registers (docs/perf-notes.md v14).
+    AttentionSm90Options cv = base, cv_chain = base, cv72 = base;
+    cv.epilogue = cv_chain.epilogue = cv72.epilogue = 0;
     cv.producer_regs = cv_chain.producer_regs = 56;
-    cv_chain40.producer_regs = 40;
-    cv_chain.chain = cv_chain40.chain = true;
+    cv72.producer_regs = 72;
+    cv_chain.chain = true;
     for (const AttentionConfig& c : {AttentionConfig{128, 128, 1, cv}, AttentionConfig{128, 128, 1, cv_chain},
-                                     AttentionConfig{128, 128, 1, cv_chain40}})
+                                     AttentionConfig{128, 128, 1, cv72}})
       if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }

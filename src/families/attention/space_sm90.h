@@ -44,9 +44,11 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
 /// slack.
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
 
-/// Registers per consumer thread after setmaxnreg, as the template's kRegsConsumer:
-/// ((registers_per_sm / MIN_BLOCKS) / 128 - PRODUCER_REGS) / CONSUMER_WG, at most 240, a
-/// multiple of 8 (the template asserts >= 160).
+/// Registers per consumer thread after setmaxnreg, as the template's kRegsConsumer: the
+/// launch allocation A = registers_per_sm / MIN_BLOCKS / threads (a multiple of 8: 168 for
+/// 2 WG, 128 for 1 WG at 2 CTAs) plus (A - PRODUCER_REGS) / CONSUMER_WG, at most 240, a
+/// multiple of 8 (the template asserts >= 160). More than the producer frees hangs
+/// setmaxnreg.inc (measured: 64 producer registers with 224 per consumer, docs/perf-notes.md v14).
 int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionGpuLimits& gpu);
 
 /// True when `c` is a valid sm90 configuration (the template's static_asserts: BLOCK_M =
@@ -65,7 +67,7 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
-/// with epilogue 0 and 56 producer registers, it with chaining, and chaining with 40.
+/// with epilogue 0 and 56 producer registers, it with chaining, and it with 72.
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
