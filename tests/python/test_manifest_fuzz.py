@@ -76,3 +76,24 @@ def test_every_mutated_manifest_loads_right_or_is_refused_with_a_clear_error(tmp
     assert not findings, "\n".join(findings[:20]) + f"\n({len(findings)} findings)"
     # The run exercised both answers.
     assert refused > 20 and loaded > 20, (refused, loaded)
+
+
+def test_a_pattern_marked_for_the_module_level_aten_check_loads(tmp_path, build_c_library):
+    """realize marks attention, norm and rope patterns ``"aten_check": "module"`` (the loaded
+    module times the kernel against its ATen nodes): such a manifest loads; any other value
+    is refused naming the member."""
+    art, model, x = linear_stub_artifact(tmp_path, build_c_library)
+    manifest_path = os.path.join(art, "manifest.json")
+    doc = json.loads(open(manifest_path).read())
+    doc["patterns"][0]["aten_check"] = "module"
+    with open(manifest_path, "w") as f:
+        json.dump(doc, f)
+    assert torch.allclose(fact.runtime.load(art)(x), model(x))
+    doc["patterns"][0]["aten_check"] = {"k": 1}
+    with open(manifest_path, "w") as f:
+        json.dump(doc, f)
+    try:
+        fact.runtime.load(art)
+        raise AssertionError("an aten_check other than 'module' loaded")
+    except ArtifactError as e:
+        assert "patterns[0].aten_check: expected \"module\"" in str(e), str(e)

@@ -168,8 +168,11 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     // fp32 inputs: the converting producer needs registers for its float4 groups (56 or 72
     // of them, against the 24 of the TMA-only producer; 40 spills) and O leaves from
     // registers (docs/perf-notes.md v14).
+    // Eager rescaling: lazy rescaling's doubled P-rounding error (v10e) on top of the
+    // inputs' own bf16 rounding exceeded the bound on the "large" draw (v14).
     AttentionSm90Options cv = base, cv_chain = base, cv72 = base;
     cv.epilogue = cv_chain.epilogue = cv72.epilogue = 0;
+    cv.lazy_rescale = cv_chain.lazy_rescale = cv72.lazy_rescale = false;
     cv.producer_regs = cv_chain.producer_regs = 56;
     cv72.producer_regs = 72;
     cv_chain.chain = true;

@@ -67,7 +67,8 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
-/// with epilogue 0 and 56 producer registers, it with chaining, and it with 72.
+/// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and it
+/// with 72.
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 

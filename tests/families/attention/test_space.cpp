@@ -125,7 +125,9 @@ TEST(AttentionSpace, AnH200HoldsAllButThreeCTAsOfTheLargestTf32Tiles) {
     }
     const AttentionProblem p = contiguous(DType::f32, d);
     const auto bf16 = attention_family(p, Precision::bf16, why);  // fp32 inputs, bf16 in shared memory
-    EXPECT_EQ(attention_tuning_space(*bf16, p, AttentionGpuLimits{}, 0).size(), 12u);
+    EXPECT_EQ(attention_tuning_space(*bf16, p, h200_sm80_only(), 0).size(), 12u);
+    // With the sm90 member: its three converting configurations besides.
+    EXPECT_EQ(attention_tuning_space(*bf16, p, AttentionGpuLimits{}, 0).size(), 12u + 3);
   }
 }
 

@@ -182,9 +182,9 @@ TEST(AttentionSm90, Fp32InputsStageTheirTilesInSlotsThatFit) {
   const auto space = attention_sm90_space(d96, h200);
   ASSERT_EQ(space.size(), 3u);
   EXPECT_EQ(attention_sm90_kernel_name(d96, space[1]),
-            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_lazy_chain_r56");
+            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_chain_r56");
   EXPECT_EQ(attention_sm90_kernel_name(d96, space[2]),
-            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_lazy_r72");
+            "fact_attn_sm90_bf16_f32_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_r72");
   const AttentionProblem p = mingpt(DType::f32);
   const AttentionFamily f = family_of(p, Precision::bf16);
   const auto ranked = attention_tuning_space(f, p, h200, 2);
