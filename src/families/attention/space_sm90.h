@@ -23,7 +23,8 @@ namespace fact::realize {
 /// the math of their own dtype (the template's ELEMENT; fp32 inputs under any policy are
 /// sm80 only), every Q/K/V/O stride below 2^39 elements (the TMA's 2^40-byte limit; the
 /// multiples of 16 bytes are attention_family's check already), a mask tensor's strides
-/// even (two keys per load), and batch x heads x query blocks of 128 rows, seq_q and seq_k
+/// even (two keys per load), no mask prologue (AttentionProblem::mask_prologue: the sm90
+/// template reads the mask's values as they are), and batch x heads x query blocks of 128 rows, seq_q and seq_k
 /// within 32 bits (the template's can_implement, FACT_ATTN_ERR_RANGE). Sets `why` otherwise.
 bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why);
 
