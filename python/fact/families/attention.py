@@ -228,12 +228,14 @@ def summary(problem: Mapping) -> str:
     """One line naming an attention problem: mask kind, heads (GQA ratio), head dim, layout.
 
     E.g. ``"mask causal, 8 heads (MHA), D 96, T 512x512, out bthd"``; a sliding window reads
-    ``"mask causal window 4096, ..."``.
+    ``"mask causal window 4096, ..."``, a mask prologue ``"mask additive (1.0 - M) * -10000.0, ..."``.
     """
     h, hkv = int(problem.get("heads", 0)), int(problem.get("kv_heads", 0) or 1)
     heads = (f"{h} heads (MHA)" if h == hkv else
              f"{h} heads / {hkv} kv heads (GQA {h // hkv}:1)")
     window = f" window {problem['window']}" if problem.get("window") else ""
+    if "mask_rsub" in problem and "mask_scale" in problem:
+        window += f" ({problem['mask_rsub']!r} - M) * {problem['mask_scale']!r}"
     return (f"mask {problem.get('mask', '?')}{window}, {heads}, D {problem.get('head_dim', '?')}, "
             f"T {problem.get('seq_q', '?')}x{problem.get('seq_k', '?')}, "
             f"out {problem.get('output_layout', '?')}")

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "discover/plan.h"
+#include "families/family.h"
 #include "graph/text.h"
 
 namespace fact::discover {
@@ -64,6 +65,12 @@ TEST(AttentionMaskPrologue, RsubThenMulByNumbersJoinsThePattern) {
   EXPECT_EQ(q["operands"]["mask"], "m");
   EXPECT_EQ(q["problem"]["mask_rsub"].get<double>(), 0.5);
   EXPECT_EQ(q["problem"]["mask_scale"].get<double>(), -10000.0);
+  // The report names the prologue with the mask kind.
+  const families::Family* f = families::find_family("attention");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->problem_text(p["problem"]).find("mask:additive (1.0 - M) * -3.4028234663852886e+38 out:bhtd"),
+            std::string::npos)
+      << f->problem_text(p["problem"]);
 }
 
 // The mask operand stays the product %term and neither op joins the pattern.

@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from attention_cases import (attn_artifact, attn_pattern, attn_problem, discover_plan, last_args,
                              mingpt_artifact, mingpt_qkv)
 from fact.families.attention import (FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs,
-                                    causal_buffers, check_pattern, mask_strides, tril_mismatch)
+                                    causal_buffers, check_pattern, mask_strides, summary,
+                                    tril_mismatch)
 from fact.export import export
 from fact.runtime import ArtifactError, load
 
@@ -462,6 +463,7 @@ def test_mask_prologue_fills_the_args_and_the_kernel_reads_the_0_1_mask(
     torch.testing.assert_close(out, _PaddingMask()(*inputs), rtol=1e-5, atol=1e-5)
     last = last_args(art)
     assert (last.mask_affine, last.mask_rsub, last.mask_scale) == (1, 1.0, finfo_min)
+    assert summary(problem).startswith("mask additive (1.0 - M) * -3.4028234663852886e+38, 4 heads")
 
 
 def test_mask_prologue_of_a_bad_problem_is_an_artifact_error() -> None:
