@@ -1,6 +1,7 @@
 /* A host-memory stand-in for generated attention kernels (tests/python): the ABI of
  * src/families/attention/abi.h with float32 Q/K/V/O and head_dim 8, the ABI's formula
- * evaluated naively in double (fa_causal with the args' sliding window). Like a real kernel, can_implement wants 16-byte aligned
+ * evaluated naively in double (fa_causal with the args' sliding window, fa_additive with the
+ * args' mask prologue). Like a real kernel, can_implement wants 16-byte aligned
  * pointers and strides that are multiples of 4 elements, and a mask tensor exactly when the
  * kernel's mask kind reads one; run wants a 64-byte workspace (else the unlisted code 7).
  * fa_last holds the arguments of the latest successful run as the C side read them.
@@ -19,7 +20,7 @@ static const size_t offsets[] = {
   OFF(v), OFF(v_batch_stride), OFF(v_head_stride), OFF(v_row_stride),
   OFF(o), OFF(o_batch_stride), OFF(o_head_stride), OFF(o_row_stride),
   OFF(mask), OFF(mask_batch_stride), OFF(mask_head_stride), OFF(mask_row_stride),
-  OFF(scale), OFF(flags), OFF(window)};
+  OFF(scale), OFF(flags), OFF(window), OFF(mask_rsub), OFF(mask_scale), OFF(mask_affine)};
 size_t fa_sizeof_args(void) { return sizeof(FactAttentionArgs); }
 size_t fa_field_count(void) { return sizeof offsets / sizeof offsets[0]; }
 size_t fa_field_offset(size_t i) { return offsets[i]; }
@@ -35,6 +36,7 @@ static int check(const FactAttentionArgs* a, int kind) {
       a->seq_q <= 0 || a->seq_k <= 0) return FACT_ATTN_ERR_SHAPE;
   if ((kind >= M_ADDITIVE) != (a->mask != 0)) return FACT_ATTN_ERR_MASK;
   if (a->window < 0 || (a->window > 0 && kind != M_CAUSAL)) return FACT_ATTN_ERR_MASK;
+  if (a->mask_affine != 0 && (a->mask_affine != 1 || kind != M_ADDITIVE)) return FACT_ATTN_ERR_MASK;
   const void* p[] = {a->q, a->k, a->v, a->o};
   for (int i = 0; i < 4; ++i) if ((uintptr_t)p[i] % 16) return FACT_ATTN_ERR_STRIDE;
   const int64_t s[] = {a->q_batch_stride, a->q_head_stride, a->q_row_stride,
@@ -68,7 +70,8 @@ static int run(const FactAttentionArgs* a, void* ws, size_t ws_bytes, int kind) 
           const long m = b * a->mask_batch_stride + h * a->mask_head_stride +
                          i * a->mask_row_stride + j;
           if (kind == M_CAUSAL && (j > i || (a->window > 0 && j <= i - a->window))) s = -INFINITY;
-          if (kind == M_ADDITIVE) s += MF[m];
+          if (kind == M_ADDITIVE)  /* the prologue in fp32, as ATen's rsub and mul */
+            s += a->mask_affine ? (float)((float)(a->mask_rsub - MF[m]) * a->mask_scale) : MF[m];
           if (kind == M_KEEP && !M8[m]) s = -INFINITY;
           if (kind == M_DROP && M8[m]) s = -INFINITY;
           p[j] = s;

@@ -56,6 +56,23 @@ def test_each_block_is_discovered_with_every_linear_in_a_gemm(name, repo_root, f
     assert linears <= in_gemm, sorted(linears - in_gemm)
     _check_norms(name, graph, plan)
     _check_rope(name, graph, plan)
+    _check_padding_mask(name, graph, plan)
+
+
+def _check_padding_mask(name: str, graph: dict, plan: dict) -> None:
+    """BERT: the key-padding mask's (1.0 - mask) * finfo.min is the attention's mask prologue
+    (rsub and mul in its pattern, the mask operand the 0/1 mask's view); nothing of it is
+    left to ATen."""
+    if name != "bert_encoder_layer":
+        return
+    (attn,) = [p for p in plan["patterns"] if p["rule"] == "attention"]
+    ops = {n["name"]: n["op"] for n in graph["nodes"]}
+    assert {ops[n] for n in attn["nodes"]} >= {"aten.rsub.Scalar", "aten.mul.Tensor"}
+    assert ops[attn["operands"]["mask"]] == "aten.unsqueeze.default"
+    assert (attn["problem"]["mask_rsub"], attn["problem"]["mask_scale"]) == \
+        (1.0, torch.finfo(torch.float32).min)
+    left = {f["op"] for f in plan["fallback"]}
+    assert not left & {"aten.rsub.Scalar", "aten.mul.Tensor"}, plan["fallback"]
 
 
 def _check_norms(name: str, graph: dict, plan: dict) -> None:

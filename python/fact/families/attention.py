@@ -52,6 +52,8 @@ class FactAttentionArgs(ctypes.Structure):
     are given. ``mask`` is NULL unless the kernel reads a mask tensor (additive: Q's dtype;
     keep/drop: one byte per element); a broadcast mask dimension has stride 0. ``window``
     (causal only): > 0 keeps the keys ``i - window < j <= i``, 0 every ``j <= i``.
+    ``mask_affine`` = 1 (additive only) makes the term ``(mask_rsub - M) * mask_scale``,
+    each op in fp32 rounded to Q's dtype (Hugging Face's ``(1.0 - mask) * finfo.min``).
     """
 
     _fields_ = [
@@ -69,6 +71,10 @@ class FactAttentionArgs(ctypes.Structure):
         ("mask_head_stride", ctypes.c_int64), ("mask_row_stride", ctypes.c_int64),
         ("scale", ctypes.c_float), ("flags", ctypes.c_int32),
         ("window", ctypes.c_int64),
+        # Appended after the fields above (whose offsets do not change): an additive mask's
+        # prologue, mask(b, h, i, j) = (mask_rsub - M[...]) * mask_scale when mask_affine is 1.
+        ("mask_rsub", ctypes.c_float), ("mask_scale", ctypes.c_float),
+        ("mask_affine", ctypes.c_int32),
     ]
 
 
@@ -111,8 +117,9 @@ def check_pattern(pattern: Mapping, types: Mapping[str, dict | None]) -> None:
         ValueError: a size is missing or not positive, ``heads % kv_heads != 0``, the mask
             kind is unknown or its ``mask`` operand is missing (or present without a mask
             tensor kind), q/k/v are not ``[B, H, T, D]`` / ``[B, Hkv, Tk, D]`` values of the
-            problem's dtype, or ``strides.o`` does not map ``[B, H, Tq, D]`` one to one
-            onto the output value.
+            problem's dtype, ``strides.o`` does not map ``[B, H, Tq, D]`` one to one
+            onto the output value, or the mask prologue (``mask_rsub``, ``mask_scale``) is
+            not two finite numbers of an additive mask.
     """
     p = pattern.get("problem") or {}
     missing = [k for k in _SIZES + ("scale", "mask", "strides") if k not in p]
@@ -133,6 +140,12 @@ def check_pattern(pattern: Mapping, types: Mapping[str, dict | None]) -> None:
     if (mask in TENSOR_MASKS) != ("mask" in operands):
         raise ValueError(f"mask kind {mask!r} {'needs' if mask in TENSOR_MASKS else 'takes no'}"
                          f" mask operand")
+    prologue = [p.get(k) for k in ("mask_rsub", "mask_scale") if k in p]
+    if prologue and (mask != "additive" or len(prologue) != 2 or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            for x in prologue)):
+        raise ValueError(f"mask_rsub and mask_scale must be two finite numbers of an additive "
+                         f"mask, got mask {mask!r} with {prologue}")
     want_shape = {"q": [b, h, tq, d], "k": [b, hkv, tk, d], "v": [b, hkv, tk, d]}
     dtype = p.get("dtype")
     for role, shape in want_shape.items():
@@ -215,12 +228,14 @@ def summary(problem: Mapping) -> str:
     """One line naming an attention problem: mask kind, heads (GQA ratio), head dim, layout.
 
     E.g. ``"mask causal, 8 heads (MHA), D 96, T 512x512, out bthd"``; a sliding window reads
-    ``"mask causal window 4096, ..."``.
+    ``"mask causal window 4096, ..."``, a mask prologue ``"mask additive (1.0 - M) * -10000.0, ..."``.
     """
     h, hkv = int(problem.get("heads", 0)), int(problem.get("kv_heads", 0) or 1)
     heads = (f"{h} heads (MHA)" if h == hkv else
              f"{h} heads / {hkv} kv heads (GQA {h // hkv}:1)")
     window = f" window {problem['window']}" if problem.get("window") else ""
+    if "mask_rsub" in problem and "mask_scale" in problem:
+        window += f" ({problem['mask_rsub']!r} - M) * {problem['mask_scale']!r}"
     return (f"mask {problem.get('mask', '?')}{window}, {heads}, D {problem.get('head_dim', '?')}, "
             f"T {problem.get('seq_q', '?')}x{problem.get('seq_k', '?')}, "
             f"out {problem.get('output_layout', '?')}")
@@ -341,7 +356,9 @@ class AttentionCall(KernelCall):
         ``O[b, h, t, :]`` starts at ``b·so_b + h·so_h + t·so_t``. A mask tensor
         (additive/keep/drop) gets the strides :func:`mask_strides` gives (0 for a broadcast
         dimension); otherwise ``mask`` is NULL and its strides 0. ``window`` is the problem's
-        (a causal mask's sliding window, 0 without one).
+        (a causal mask's sliding window, 0 without one). An additive problem with
+        ``mask_rsub`` and ``mask_scale`` (the mask prologue) sets ``mask_affine = 1`` and
+        passes them as fp32, as ATen casts its scalars; otherwise all three are 0.
         """
         p = self._problem
         batch, heads, kv_heads, seq_q, seq_k, head_dim = _sizes(p)
@@ -362,6 +379,9 @@ class AttentionCall(KernelCall):
             assert not isinstance(layout, str), layout
             args.mask = mask.data_ptr()
             args.mask_batch_stride, args.mask_head_stride, args.mask_row_stride = layout
+            if p["mask"] == "additive" and "mask_rsub" in p and "mask_scale" in p:
+                args.mask_rsub, args.mask_scale = float(p["mask_rsub"]), float(p["mask_scale"])
+                args.mask_affine = 1
         return args
 
 

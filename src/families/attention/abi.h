@@ -18,6 +18,9 @@
  *              every row's window are skipped); window must be 0 for the other kinds;
  *   additive : mask(b,h,i,j) = M[b*mask_batch_stride + h*mask_head_stride +
  *              i*mask_row_stride + j], same dtype as Q (a stride may be 0: broadcast);
+ *              with mask_affine = 1, (mask_rsub - M[...]) * mask_scale instead, each op in
+ *              fp32 and rounded to Q's dtype, as ATen's rsub and mul compute
+ *              (1.0 - mask) * torch.finfo(dtype).min; mask_affine must be 0 otherwise;
  *   keep     : boolean (uint8) mask, true = takes part (SDPA's bool attn_mask);
  *   drop     : boolean (uint8) mask, true = removed (masked_fill(mask, -inf)).
  * A row whose keys are all removed gives NaN, as eager softmax over all -inf does, or 0
@@ -44,13 +47,17 @@ typedef struct FactAttentionArgs {
   float scale;       /* multiplies q.k before the mask and the softmax */
   int32_t flags;     /* FACT_ATTN_FLAG_* */
   int64_t window;    /* causal only: > 0 keeps keys i - window < j <= i; 0 none */
+  /* Appended after the fields above, whose offsets do not change: */
+  float mask_rsub, mask_scale;  /* additive, mask_affine = 1: the mask prologue's r and c */
+  int32_t mask_affine;          /* 1: mask(b,h,i,j) = (mask_rsub - M[...]) * mask_scale; 0: M[...] */
 } FactAttentionArgs;
 
 enum {
   FACT_ATTN_OK = 0,
   FACT_ATTN_ERR_SHAPE = 1,      /* head_dim differs from the kernel's, Hq % Hkv != 0, or a size <= 0 */
   FACT_ATTN_ERR_STRIDE = 2,     /* a stride or pointer breaks the kernel's 16-byte vector loads */
-  FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing; a window < 0, or without causal */
+  FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing; a window < 0, or without causal;
+                                   mask_affine other than 0 or 1, or 1 without an additive mask */
   FACT_ATTN_ERR_RANGE = 4,      /* an index would overflow 32 bits where the kernel uses them */
   FACT_ATTN_ERR_CUDA_BASE = 10000
 };

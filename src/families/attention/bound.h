@@ -5,7 +5,10 @@
 // With s_j the exact scores of a row, p = softmax(s), O_d = sum_j p_j v_jd:
 //  * scores: each kernel score is off by at most delta = |scale| A (u_qk + (2 D + 8) 2^-24)
 //    + 4 2^-24 (M + 1), A = max_j sum_d |q_d k_jd| and M = max_j |additive mask| over the keys
-//    that take part (Q and K rounded to the MMA type, fp32 accumulation over D — truncating,
+//    that take part, less those whose score s_j is far below the max m (m - s_j >= 2^20 and
+//    >= 2^-10 |m|: a torch.finfo.min padding key in a row with kept ones): their weight is 0
+//    in float64 and, their kernel score being off by at most ~2^-12 (m - s_j), in the
+//    kernel too (Q and K rounded to the MMA type, fp32 accumulation over D — truncating,
 //    by up to three MMAs per k-step for 3xtf32 —, the kernel's
 //    fp32 scale, mask and max subtraction, ex2.approx). Every weight then moves by a factor
 //    within e^(+-2 delta) and, since both weight sets sum to 1, O_d moves by at most
@@ -43,7 +46,7 @@ struct AttentionElementFacts {
   double abs_scale;     // |scale|
   double head_dim, seq_k;
   double max_qk_abs;    // A: max_j sum_d |q_d k_jd| over the keys that take part
-  double max_mask_abs;  // M: max_j |additive mask| over them (0 without one)
+  double max_mask_abs;  // M: max_j |additive mask| over them, less those far below the max (0 without one)
   double keys;          // keys that take part
   double l;             // sum_j exp(s_j - max_j s_j)
   double w0;            // sum_j p_j |v_jd|

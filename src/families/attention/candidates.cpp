@@ -27,6 +27,11 @@ FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, 
   a.scale = float(p.scale);
   a.flags = attention_empty_row_zero(p) ? FACT_ATTN_FLAG_EMPTY_ROW_ZERO : 0;
   a.window = p.window;
+  if (p.mask_prologue && p.mask == MaskKind::additive) {
+    a.mask_rsub = float(p.mask_prologue->rsub);  // ATen casts the scalars to fp32 (its opmath type)
+    a.mask_scale = float(p.mask_prologue->scale);
+    a.mask_affine = 1;
+  }
   return a;
 }
 
@@ -36,7 +41,7 @@ std::string return_code_text(int rc) {
   switch (rc) {
     case FACT_ATTN_ERR_SHAPE: return "shape: head_dim, a size or the head grouping";
     case FACT_ATTN_ERR_STRIDE: return "a stride or pointer breaks 16-byte vector loads";
-    case FACT_ATTN_ERR_MASK: return "mask given to a kernel without one, or missing, or a window without causal";
+    case FACT_ATTN_ERR_MASK: return "mask given to a kernel without one, or missing, or a window without causal, or a mask prologue without an additive mask";
     case FACT_ATTN_ERR_RANGE: return "an index would overflow 32 bits";
     default: break;
   }

@@ -14,7 +14,8 @@ namespace fact::realize {
 
 /// FactAttentionArgs for `p` on the given device operands (mask null without a mask tensor),
 /// with the flags and the window the runtime passes (FACT_ATTN_FLAG_EMPTY_ROW_ZERO for form "sdpa";
-/// window = p.window).
+/// window = p.window) and an additive mask's prologue (mask_affine = 1, mask_rsub and
+/// mask_scale its numbers cast to fp32 as ATen casts them; all 0 without one).
 FactAttentionArgs make_attention_args(const AttentionProblem& p, const void* q, const void* k, const void* v,
                                       void* o, const void* mask);
 

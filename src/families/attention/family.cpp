@@ -42,9 +42,12 @@ class AttentionPattern final : public PatternRealization {
   }
 };
 
-// The mask kind, with its window: "causal window=4096".
+// The mask kind, with its window ("causal window=4096") or its prologue ("additive (1.0 - M) *
+// -10000.0").
 std::string mask_text(const json& p) {
   const std::string kind = p.value("mask", "?");
+  if (p.contains("mask_rsub") && p.contains("mask_scale"))
+    return fmt::format("{} ({} - M) * {}", kind, p.at("mask_rsub").dump(), p.at("mask_scale").dump());
   return p.contains("window") ? fmt::format("{} window={}", kind, p.at("window").dump()) : kind;
 }
 

@@ -94,6 +94,15 @@ void read_spelled_extras(const json& j, AttentionProblem& p) {
       bad("mask_dtype", "must be a dtype name with mask additive, got " + j.at("mask_dtype").dump());
     p.mask_dtype = j.at("mask_dtype").get<std::string>();
   }
+  if (j.contains("mask_rsub") || j.contains("mask_scale")) {
+    auto number = [&](const char* name) {
+      const json& v = j.contains(name) ? j.at(name) : json();
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || p.mask != MaskKind::additive)
+        bad(name, "must be a finite number with mask additive, given with mask_rsub and mask_scale both, got " + v.dump());
+      return v.get<double>();
+    };
+    p.mask_prologue = AttentionMaskPrologue{number("mask_rsub"), number("mask_scale")};
+  }
 }
 
 }  // namespace

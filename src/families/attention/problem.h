@@ -30,6 +30,12 @@ struct AttentionStrides {
   int64_t batch = 0, head = 0, row = 0;
 };
 
+/// The affine prologue of an additive mask: the term is (rsub - M) * scale (problem fields
+/// mask_rsub, mask_scale; docs/03-rules.md, "Masks").
+struct AttentionMaskPrologue {
+  double rsub = 0.0, scale = 1.0;
+};
+
 struct AttentionProblem {
   int64_t batch = 1, heads = 1, kv_heads = 1, seq_q = 1, seq_k = 1, head_dim = 64;
   DType dtype = DType::f32;   // Q, K, V, O (and an additive mask)
@@ -47,6 +53,12 @@ struct AttentionProblem {
   std::string mask_dtype;      // an additive mask's dtype when it is not Q's ("" = Q's)
   int64_t extra_masks = 0;     // masks beyond the first (problem.extra_masks)
   int64_t mask_key_stride = 1; // the mask's stride along the keys (the kernels read 1)
+  // An additive mask computed from the mask operand M by an affine prologue (Hugging Face's
+  // (1.0 - mask) * torch.finfo(dtype).min): the term added is (rsub - M) * scale, each op
+  // rounded to the mask's dtype as ATen's rsub.Scalar and mul do. Absent: the term is M
+  // itself. The sm80 kernel computes it (FactAttentionArgs.mask_affine), the float64
+  // reference too (verify_kernels.cu); the sm90 kernel does not (attention_sm90_applies).
+  std::optional<AttentionMaskPrologue> mask_prologue;
 
   /// Elements each allocation spans (largest offset + 1): Q and O over (batch, heads,
   /// seq_q, D), K and V over (batch, kv_heads, seq_k, D), the mask over (batch, heads,
@@ -106,7 +118,9 @@ AttentionKeyRange attention_tile_keys(const AttentionProblem& p, int64_t q0, int
 /// "tbhd", ...; strides.o is authoritative) and, optionally, form (a
 /// string, how eager computes it: "matmul" or "sdpa"), window (an integer >= 1, with mask
 /// causal), fill (a finite number, with mask keep or drop), mask_dtype (a dtype name, with
-/// mask additive), extra_masks (an array) and mask_key_stride (an integer >= 1, with a mask tensor). O's strides must
+/// mask additive), extra_masks (an array), mask_key_stride (an integer >= 1, with a mask tensor)
+/// and mask_rsub with mask_scale (finite numbers, both or neither, with mask additive: the
+/// mask prologue). O's strides must
 /// not make two of its elements share memory, and Q/K/V rows must not overlap (row stride
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);

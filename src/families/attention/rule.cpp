@@ -6,7 +6,8 @@
 // Matches  a hand-written attention anchored at its softmax (aten.softmax.int / _softmax),
 //          over the canonical graph (discover/canonical/): q @ k.transpose(-2, -1), scales by
 //          numbers, masked_fill / where with a constant fill and + mask (several masks, the
-//          first the kernel's), floating casts and views around the scores, softmax(-1),
+//          first the kernel's; an additive mask (r - m) * c read as m with its prologue,
+//          peel_mask_prologue), floating casts and views around the scores, softmax(-1),
 //          casts, @ v; masks that are constants of the export classified (mask_eval.h); and
 //          aten.scaled_dot_product_attention.default. Both swallow K/V repeats (GQA) and the
 //          head merge after the product (attention_match.h).
@@ -124,6 +125,43 @@ void peel_mask_expand(const graph::GraphIndex& g, Parts& parts, std::string& mas
   }
 }
 
+// The two ops that build an additive mask from a 0/1 one, (r - m) * c (Hugging Face's
+// (1.0 - mask) * torch.finfo(dtype).min): aten.rsub.Scalar(m, r) with alpha 1, then
+// aten.mul by the number c, each read only by the next and the last by a node inside the
+// pattern, in m's floating dtype throughout (no cast: canonical form has dropped the no-op
+// ones). Then the kernel reads m and computes the term itself (problem mask_rsub,
+// mask_scale): both nodes join the pattern's nodes and `mask` becomes m. Otherwise (a
+// divide, a tensor factor, another reader, a dtype change) nothing changes and the ops
+// stay outside, their product the mask operand.
+std::optional<realize::AttentionMaskPrologue> peel_mask_prologue(const graph::GraphIndex& g, Parts& parts, std::string& mask) {
+  const std::set<std::string> inside(parts.nodes.begin(), parts.nodes.end());
+  const graph::Node* mul = g.producer(mask);
+  const graph::Node* reader = attention::only_user(g, mask);
+  if (!mul || !reader || !inside.contains(reader->name) ||
+      (mul->op != "aten.mul.Tensor" && mul->op != "aten.mul.Scalar"))
+    return std::nullopt;
+  const std::optional<attention::ScaleOp> c = attention::scale_op(*mul);
+  if (!c || !std::isfinite(c->factor)) return std::nullopt;
+  const graph::Node* rsub = g.producer(c->input);
+  if (!rsub || rsub->op != "aten.rsub.Scalar" || attention::only_user(g, c->input) != mul ||
+      rsub->args.size() < 2 || rsub->args.size() > 3 || !rsub->args[0].ref())
+    return std::nullopt;
+  const graph::Arg* alpha = rsub->args.size() == 3 ? &rsub->args[2] : rsub->kwarg("alpha");
+  const std::optional<double> r = rsub->args[1].number();
+  if (!r || !std::isfinite(*r) || (alpha && alpha->number() != 1.0)) return std::nullopt;
+  for (const auto& [key, value] : rsub->kwargs)
+    if (key != "alpha") return std::nullopt;
+  const std::string& m = *rsub->args[0].ref();
+  const TensorType &tm = g.type(m), &tr = g.type(c->input), &tc = g.type(mask);
+  if (!graph::is_floating(tm.dtype) || tr.dtype != tm.dtype || tc.dtype != tm.dtype || tr.shape != tm.shape ||
+      tc.shape != tm.shape)
+    return std::nullopt;
+  parts.nodes.push_back(mul->name);
+  parts.nodes.push_back(rsub->name);
+  mask = m;
+  return realize::AttentionMaskPrologue{*r, c->factor};
+}
+
 // What the spelling asks beyond the kernels' one mask of Q's dtype, removed with -inf:
 // problem fields realize reads (docs/03-rules.md, "Problem descriptor"); absent when not asked.
 void add_spelled_extras(const graph::GraphIndex& g, const Parts& parts, const Dims4& o, int64_t tk, int64_t rank,
@@ -176,7 +214,12 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   attention::OutputLayout out = attention::absorb_output(g, parts.core, rank);
   parts.nodes.insert(parts.nodes.end(), out.nodes.begin(), out.nodes.end());
 
-  if (!parts.mask_value.empty()) peel_mask_expand(g, parts, parts.mask_value);
+  std::optional<realize::AttentionMaskPrologue> prologue;
+  if (!parts.mask_value.empty()) {
+    peel_mask_expand(g, parts, parts.mask_value);
+    if (parts.mask == MaskKind::additive && (prologue = peel_mask_prologue(g, parts, parts.mask_value)))
+      peel_mask_expand(g, parts, parts.mask_value);
+  }
   for (auto& extra : parts.extra_masks) peel_mask_expand(g, parts, extra.second);
   const bool has_mask_operand = !parts.mask_value.empty();
   int64_t key_stride = 1;  // of an additive mask that is a strided view (T5's position bias)
@@ -217,6 +260,10 @@ Match make_match(const MatchContext& ctx, Parts parts) {
   if (!parts.causal_buffer.empty()) m.problem["causal_buffer"] = parts.causal_buffer;
   if (parts.window > 0) m.problem["window"] = parts.window;
   if (key_stride != 1) m.problem["mask_key_stride"] = key_stride;
+  if (prologue) {
+    m.problem["mask_rsub"] = prologue->rsub;
+    m.problem["mask_scale"] = prologue->scale;
+  }
   int64_t bytes = tensor_bytes(tq) + tensor_bytes(tk) + tensor_bytes(tv) + tensor_bytes(g.type(out.value));
   if (has_mask_operand) bytes += tensor_bytes(g.type(parts.mask_value));
   add_spelled_extras(g, parts, o, k.t, rank, tq.dtype, m.problem, bytes);

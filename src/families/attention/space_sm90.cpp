@@ -88,6 +88,11 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
       }
     }
   }
+  if (p.mask_prologue) {
+    why = "an additive mask with a prologue ((rsub - M) * scale, mask_rsub and mask_scale): the sm90 attention kernel "
+          "reads the mask's values as they are; the sm80 kernel computes the prologue";
+    return false;
+  }
   if (mask_has_tensor(p.mask)) {
     for (int64_t st : {p.mask_strides.batch, p.mask_strides.head, p.mask_strides.row}) {
       if (st < 0 || st % 2 != 0) {

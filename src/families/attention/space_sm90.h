@@ -33,7 +33,8 @@ int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig
 /// template's ELEMENT and INPUT; fp32 inputs under tf32 and fp32 are sm80 only), every
 /// Q/K/V/O stride below 2^40 bytes (the TMA's limit; the
 /// multiples of 16 bytes are attention_family's check already), a mask tensor's strides
-/// even (two keys per load), and batch x heads x query blocks of 128 rows, seq_q and seq_k
+/// even (two keys per load), no mask prologue (AttentionProblem::mask_prologue: the sm90
+/// template reads the mask's values as they are), and batch x heads x query blocks of 128 rows, seq_q and seq_k
 /// within 32 bits (the template's can_implement, FACT_ATTN_ERR_RANGE). Sets `why` otherwise.
 bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why);
 

@@ -22,6 +22,11 @@ AttentionDims attention_dims(const AttentionProblem& p) {
   d.mask = int32_t(p.mask);
   d.window = p.window;
   d.empty_row_zero = attention_empty_row_zero(p) ? 1 : 0;
+  if (p.mask_prologue && p.mask == MaskKind::additive) {
+    d.mask_affine = 1;
+    d.mask_rsub = float(p.mask_prologue->rsub);  // as make_attention_args passes them
+    d.mask_scale = float(p.mask_prologue->scale);
+  }
   return d;
 }
 
@@ -39,14 +44,24 @@ __device__ const void* mask_row(const void* mask, const AttentionDims& d, int64_
                      : static_cast<const void*>(static_cast<const uint8_t*>(mask) + off);
 }
 
+// The term an additive mask element m adds: m, or with a prologue (r - m) * c as ATen's
+// rsub.Scalar and mul compute it in m's dtype T (each op in fp32, its opmath type, then
+// rounded to T; the float value is exact in double, so from_double rounds once).
+template <class T>
+__device__ double additive_term(const AttentionDims& d, T m) {
+  if (!d.mask_affine) return to_double(m);
+  const float t = float(to_double(from_double<T>(double(__fsub_rn(d.mask_rsub, float(to_double(m)))))));
+  return to_double(from_double<T>(double(__fmul_rn(t, d.mask_scale))));
+}
+
 // Whether key j takes part in row i (eager: -inf logits are removed keys), and the
-// additive mask's value (0 for other kinds).
+// additive mask's term (0 for other kinds).
 template <class T>
 __device__ bool takes_part(const AttentionDims& d, const void* mrow, int64_t i, int64_t j, double& add) {
   add = 0;
   switch (d.mask) {
     case 1: return attention_causal_keeps(i, j, d.window);
-    case 2: add = to_double(static_cast<const T*>(mrow)[j]); return !(add == -INFINITY);
+    case 2: add = additive_term<T>(d, static_cast<const T*>(mrow)[j]); return !(add == -INFINITY);
     case 3: return static_cast<const uint8_t*>(mrow)[j] != 0;
     case 4: return static_cast<const uint8_t*>(mrow)[j] == 0;
     default: return true;
@@ -59,12 +74,29 @@ __device__ double normal_from(uint64_t h) {  // Box-Muller, as gpu_kernels.cu's 
   return sqrt(-2.0 * log(u1)) * cospi(2.0 * u2);
 }
 
+// An element M of an additive mask with a prologue (r - M) * c whose term is about `term`
+// (verify_kernels.h, fill_attention_mask): -inf through an infinite M, 0 through M = r, c
+// through M = r - 1, else M = r - term / c.
 template <class T>
-__global__ void mask_fill_kernel(void* mask, int32_t kind, int64_t count, uint64_t seed) {
+__device__ T prologue_element(const AttentionDims& d, double term) {
+  const double r = d.mask_rsub, c = d.mask_scale;
+  if (term == -INFINITY) return from_double<T>(c < 0 ? -INFINITY : c > 0 ? INFINITY : r);
+  if (term == 0) return from_double<T>(r);
+  if (term == c || c == 0) return from_double<T>(r - 1.0);
+  return from_double<T>(r - term / c);
+}
+
+template <class T>
+__global__ void mask_fill_kernel(void* mask, AttentionDims d, int64_t count, uint64_t seed) {
+  const int32_t kind = d.mask;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count; i += int64_t(gridDim.x) * blockDim.x) {
     const uint64_t h = splitmix64(seed * 0x100000001b3ull ^ uint64_t(i));
     const bool removed = (h & 3u) == 0;
-    if (kind == 2) {
+    if (kind == 2 && d.mask_affine) {
+      const uint64_t pick = (h >> 2) & 3u;  // 0, 1: term 0; 2: term about N(0, 1); 3: term c
+      const double term = removed ? -INFINITY : pick < 2 ? 0.0 : pick == 2 ? normal_from(h) : double(d.mask_scale);
+      static_cast<T*>(mask)[i] = prologue_element<T>(d, term);
+    } else if (kind == 2) {
       static_cast<T*>(mask)[i] = from_double<T>(removed ? -INFINITY : normal_from(h));
     } else {
       static_cast<uint8_t*>(mask)[i] = uint8_t(kind == 3 ? !removed : removed);
@@ -92,9 +124,13 @@ __global__ void dead_rows_kernel(void* mask, AttentionDims d, uint64_t seed) {
     const int64_t i = int64_t(splitmix64(seed ^ uint64_t(b2 * d.heads + h2)) % uint64_t(d.seq_q));
     const int64_t off = b * d.m[0] + h * d.m[1] + i * d.m[2] + j;
     if (d.mask == 2) {
-      static_cast<T*>(mask)[off] = from_double<T>(-INFINITY);
+      // With a prologue, the row of its padding value c: (r - (r - 1)) * c.
+      const bool affine = d.mask_affine;
+      static_cast<T*>(mask)[off] = affine ? prologue_element<T>(d, -INFINITY) : from_double<T>(-INFINITY);
       const int64_t i2 = (i + (d.seq_q + 1) / 2) % d.seq_q;
-      if (i2 != i) static_cast<T*>(mask)[b * d.m[0] + h * d.m[1] + i2 * d.m[2] + j] = from_double<T>(lowest_finite<T>());
+      if (i2 != i)
+        static_cast<T*>(mask)[b * d.m[0] + h * d.m[1] + i2 * d.m[2] + j] =
+            affine ? prologue_element<T>(d, d.mask_scale) : from_double<T>(lowest_finite<T>());
     } else {
       static_cast<uint8_t*>(mask)[off] = uint8_t(d.mask == 3 ? 0 : 1);
     }
@@ -173,8 +209,8 @@ __global__ void __launch_bounds__(kRefThreads) reference_kernel(const T* q, cons
     const void* mrow = mask_row<T>(mask, d, b, h, i);
     const int64_t out = (int64_t(blockIdx.x) * d.seq_q + i) * D + tid;
 
-    // Pass 1: the max score and its key; for the bound, the largest sum of |q_d k_d| and the
-    // largest |additive mask| over the keys that take part.
+    // Pass 1: the max score and its key; for the bound, the largest sum of |q_d k_d| over
+    // the keys that take part.
     double m = -INFINITY, amax = 0, mmax = 0, parts = 0;
     long long jm = -1;
     for (int64_t j = tid; j < Tk; j += kRefThreads) {
@@ -183,12 +219,10 @@ __global__ void __launch_bounds__(kRefThreads) reference_kernel(const T* q, cons
       const double s = score(j, add, &adot);
       if (jm < 0 || s > m) { m = s; jm = j; }
       amax = fmax(amax, adot);
-      mmax = fmax(mmax, fabs(add));
       parts += 1;
     }
     block_argmax(m, jm, scratch, scratch_j);
     amax = block_max(amax, scratch);
-    mmax = block_max(mmax, scratch);
     parts = block_sum(parts, scratch);
     if (jm < 0) {  // every key removed: an explicit softmax gives NaN, SDPA 0
       if (tid < D) { ref[out] = d.empty_row_zero ? 0.0 : NAN; bound[out] = 0; }
@@ -203,8 +237,14 @@ __global__ void __launch_bounds__(kRefThreads) reference_kernel(const T* q, cons
       const int64_t j = j0 + tid;
       double w = -1, add;
       if (j < Tk && takes_part<T>(d, mrow, i, j, add)) {
-        w = exp(score(j, add, nullptr) - m);
+        const double sj = score(j, add, nullptr);
+        w = exp(sj - m);
         lsum += w;
+        // The bound's largest |additive mask| M, over the keys that take part less those far
+        // below the max (m - s >= 2^20 and >= 2^-10 |m|: a torch.finfo.min padding key next
+        // to kept ones), whose weight is 0 in the reference and, their kernel score being
+        // off by far less than m - s, in the kernel too (attention_bound.h).
+        if (!(m - sj >= 0x1p20 && m - sj >= 0x1p-10 * fabs(m))) mmax = fmax(mmax, fabs(add));
       }
       __syncthreads();  // the previous chunk's readers are done
       sw[tid] = w;
@@ -225,6 +265,7 @@ __global__ void __launch_bounds__(kRefThreads) reference_kernel(const T* q, cons
       }
     }
     const double l = block_sum(lsum, scratch);
+    mmax = block_max(mmax, scratch);
     if (tid < D) {
       AttentionElementFacts f;
       f.abs_scale = fabs(d.scale);
@@ -350,7 +391,7 @@ void fill_attention_mask(void* mask, DType dtype, const AttentionDims& d, uint64
   const int64_t count = (d.batch - 1) * d.m[0] + (d.heads - 1) * d.m[1] + (d.seq_q - 1) * d.m[2] + d.seq_k;
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    mask_fill_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(mask, d.mask, count, seed);
+    mask_fill_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(mask, d, count, seed);
     FACT_CUDA_LAUNCH();
     if (dead_rows) {
       dead_rows_kernel<T><<<blocks_for(d.batch * d.heads * d.seq_k), kThreads, 0, stream>>>(mask, d, seed ^ 0xdead);

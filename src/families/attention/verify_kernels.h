@@ -22,11 +22,17 @@ struct AttentionDims {
   int32_t mask;            // MaskKind
   int64_t window;          // causal: > 0 keeps i - window < j <= i (attention_causal_keeps); 0 none
   int32_t empty_row_zero;  // 1: a row whose keys are all removed is 0 (form "sdpa"), else NaN
+  int32_t mask_affine;     // 1: an additive mask's term is (mask_rsub - M) * mask_scale (problem.h)
+  float mask_rsub, mask_scale;  // the prologue's numbers in fp32, as the kernels get them
 };
 AttentionDims attention_dims(const AttentionProblem& p);
 
 /// Draws a mask tensor (additive: N(0, 1) in Q's dtype; keep/drop: uint8 0/1) over its whole
-/// extent, removing each key with probability 1/4 (additive -inf; keep 0; drop 1). With
+/// extent, removing each key with probability 1/4 (additive -inf; keep 0; drop 1). An additive
+/// mask with a prologue (d.mask_affine: the term is (r - M) * c) is drawn so that its terms
+/// are alike: removed keys M = -inf (c < 0) or +inf (c > 0), whose term is -inf; of the others
+/// half M = r (term 0), a quarter M = r - x / c for x ~ N(0, 1) (term about x) and a quarter
+/// M = r - 1 (term c: the padding value, torch.finfo.min in Hugging Face's spelling). With
 /// `dead_rows`, one row per distinct (batch, head) of the mask (coordinates whose stride is
 /// 0 collapse to 0), chosen by the seed, has every key removed: the kernel must give NaN
 /// there. Callers pass dead_rows only when the mask's row stride is nonzero and seq_q >= 2,
@@ -35,7 +41,8 @@ void fill_attention_mask(void* mask, DType additive_dtype, const AttentionDims& 
                          cudaStream_t stream);
 
 /// Float64 attention for the (batch, head) pairs `pairs` (device, b * heads + h, n_pairs of
-/// them), exactly as eager: scores scale * q.k (+ the additive mask; -inf where a causal mask
+/// them), exactly as eager: scores scale * q.k (+ the additive mask, through its prologue
+/// computed as ATen computes it: fp32 ops rounded to Q's dtype; -inf where a causal mask
 /// removes the key, j > i or j <= i - window, or a bool mask does), softmax with max subtraction, times V; a row with every
 /// key removed is NaN (0 with d.empty_row_zero). Writes ref[(p * seq_q + i) * head_dim + d]
 /// and the element's error bound (docs/06-verification.md, "Attention"; 0 for such a row)

@@ -3,7 +3,8 @@
 // quarantined for the right reason — an output never written, a constant output, a write
 // outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
 // attention written with SDPA); the same for the sm90 member's first-ranked kernel on a
-// bf16 grouped-query causal problem, and both members with a sliding window.
+// bf16 grouped-query causal problem, both members with a sliding window, and the sm80
+// kernel computing an additive mask's prologue (BERT's (1 - M) * finfo.min).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -24,7 +25,7 @@ namespace {
 // A real kernel made wrong in one way.
 class Broken final : public AttentionCandidate {
  public:
-  enum How { nothing, zeros, guard_write, double_scale, no_flags, no_window };
+  enum How { nothing, zeros, guard_write, double_scale, no_flags, no_window, no_prologue };
   Broken(std::unique_ptr<AttentionCandidate> inner, How how, const AttentionProblem& p)
       : inner_(std::move(inner)), how_(how), p_(p), name_(inner_->name() + "+broken" + std::to_string(int(how))) {}
   const std::string& name() const override { return name_; }
@@ -54,6 +55,12 @@ class Broken final : public AttentionCandidate {
       case no_window: {  // plain causal: the keys left of the window take part
         FactAttentionArgs b = a;
         b.window = 0;
+        inner_->run(b, gpu);
+        return;
+      }
+      case no_prologue: {  // adds the 0/1 mask itself instead of (r - M) * c
+        FactAttentionArgs b = a;
+        b.mask_affine = 0;
         inner_->run(b, gpu);
         return;
       }
@@ -290,5 +297,36 @@ TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
     EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
     EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
     EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+
+// BERT's key-padding mask, (1 - M) * torch.finfo(dtype).min with M [B, 1, 1, T] (strides
+// [T, 0, 0]) in fp32, and in bf16 over a mask with rows (so the draws have dead rows and
+// rows of padding only): the sm80 kernel computes the prologue and passes; run without it
+// (the 0/1 values added as they are) it is quarantined. The sm90 member is not tried.
+TEST(AttentionGpu, MaskPrologueKernelPassesAndIgnoringItFails) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem bert;
+  bert.batch = 2; bert.heads = bert.kv_heads = 4; bert.seq_q = bert.seq_k = 128; bert.head_dim = 64;
+  bert.dtype = DType::f32;
+  bert.scale = 0.125;
+  bert.mask = MaskKind::additive;
+  bert.q = bert.k = bert.v = bert.o = {128 * 256, 64, 256};
+  bert.output_layout = "bthd";
+  bert.mask_strides = {128, 0, 0};
+  bert.mask_prologue = AttentionMaskPrologue{1.0, -3.4028234663852886e+38};
+  AttentionProblem bf16 = gqa_additive_bf16();
+  bf16.mask_prologue = AttentionMaskPrologue{1.0, -3.3895313892515355e+38};
+  for (const AttentionProblem& p : {bert, bf16}) {
+    const BuildResult b = build_one(p, Precision::tf32, AttentionGpuLimits{});
+    ASSERT_TRUE(b.ok) << b.reason;
+    ASSERT_NE(b.name.find("fact_attn_sm80_"), std::string::npos) << b.name;
+    nlohmann::json verification;
+    const auto out = verify_with_broken(p, b, {Broken::no_prologue}, *s.gpu, verification);
+    const auto& real = outcome(out, b.name);
+    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
+    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
+    EXPECT_LE(verification["worst_bound_ratio"][b.name].get<double>(), 1.0) << b.name;
+    const auto& raw = outcome(out, b.name + "+broken6");
+    EXPECT_EQ(raw.status, "quarantined") << b.name;
   }
 }

@@ -143,3 +143,28 @@ TEST(AttentionProblem, SpelledExtrasAreReadAndChecked) {
   additive["mask_key_stride"] = 4;
   EXPECT_EQ(attention_problem_from_json(additive).mask_key_stride, 4);
 }
+
+TEST(AttentionProblem, MaskPrologueIsReadWithAnAdditiveMask) {
+  json pad = mingpt({{"mask", "additive"}, {"mask_rsub", 1.0}, {"mask_scale", -3.4028234663852886e+38}});
+  pad["strides"]["mask"] = {128, 0, 0};
+  const AttentionProblem p = attention_problem_from_json(pad);
+  ASSERT_TRUE(p.mask_prologue);
+  EXPECT_EQ(p.mask_prologue->rsub, 1.0);
+  EXPECT_EQ(p.mask_prologue->scale, -3.4028234663852886e+38);
+  pad.erase("mask_rsub");
+  pad.erase("mask_scale");
+  EXPECT_FALSE(attention_problem_from_json(pad).mask_prologue);  // a plain additive mask
+  auto expect = [](const json& j, const std::string& text) {
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(text), std::string::npos) << "got: " << e;
+  };
+  json one = pad;
+  one["mask_scale"] = -1e4;  // without mask_rsub
+  expect(one, "field 'mask_rsub' must be a finite number with mask additive, given with mask_rsub and mask_scale both, got null");
+  one["mask_rsub"] = "1";
+  expect(one, "field 'mask_rsub' must be a finite number");
+  one["mask_rsub"] = 1.0;
+  one["mask_scale"] = nullptr;
+  expect(one, "field 'mask_scale' must be a finite number");
+  expect(mingpt({{"mask_rsub", 1.0}, {"mask_scale", -1e4}}), "field 'mask_rsub' must be a finite number with mask additive");
+}

@@ -2,6 +2,7 @@
 // its shared-memory pruning, the cost model's ranking and the kernel names.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <map>
 #include <set>
 
@@ -246,8 +247,30 @@ TEST(AttentionArgs, StridesScaleAndTheRuntimesFlags) {
   EXPECT_EQ(a.flags, 0);  // explicit softmax: a row with every key removed is NaN
   p.form = "sdpa";
   EXPECT_EQ(make_attention_args(p, &q, &k, &v, &o, &m).flags, FACT_ATTN_FLAG_EMPTY_ROW_ZERO);
+  EXPECT_EQ(a.mask_affine, 0);  // no prologue: the kernel adds M's values
+  EXPECT_EQ(a.mask_rsub, 0.f);
+  EXPECT_EQ(a.mask_scale, 0.f);
   p.mask = MaskKind::causal;
   EXPECT_EQ(make_attention_args(p, &q, &k, &v, &o, &m).mask, nullptr);  // no tensor to pass
+}
+
+TEST(AttentionArgs, AnAdditiveMasksPrologueIsPassedInFp32) {
+  AttentionProblem p = contiguous(DType::f32, 64, MaskKind::additive, 256, 2, 8);
+  p.mask_strides = {256, 0, 0};
+  p.mask_prologue = AttentionMaskPrologue{1.0, -3.4028234663852886e+38};  // (1 - M) * finfo(float32).min
+  int q, k, v, o, m;
+  const FactAttentionArgs a = make_attention_args(p, &q, &k, &v, &o, &m);
+  EXPECT_EQ(a.mask_affine, 1);
+  EXPECT_EQ(a.mask_rsub, 1.f);
+  EXPECT_EQ(a.mask_scale, -3.40282347e+38f);  // -FLT_MAX exactly
+  EXPECT_EQ(a.mask, &m);
+  p.mask_prologue = AttentionMaskPrologue{0.1, -10000.0};  // the scalars rounded to fp32, as ATen does
+  const FactAttentionArgs b = make_attention_args(p, &q, &k, &v, &o, &m);
+  EXPECT_EQ(b.mask_rsub, 0.1f);
+  EXPECT_EQ(b.mask_scale, -10000.f);
+  // The appended fields leave the older ones where they were.
+  EXPECT_EQ(offsetof(FactAttentionArgs, mask_rsub), offsetof(FactAttentionArgs, window) + 8);
+  EXPECT_EQ(offsetof(FactAttentionArgs, mask_affine), offsetof(FactAttentionArgs, window) + 16);
 }
 
 TEST(AttentionFamily, SpelledExtrasTheKernelsDoNotComputeAreVendorOnly) {

@@ -91,6 +91,17 @@ TEST(AttentionSm90, AppliesToBf16AndFp16InputsOnAnSm90) {
   AttentionProblem far = hf_causal();
   far.q.batch = int64_t(1) << 39;
   EXPECT_FALSE(attention_sm90_applies(family_of(far), far, why));
+  // An additive mask with a prologue ((1 - M) * finfo.min): the sm90 kernel reads M as it
+  // is, so only the sm80 member is ranked.
+  AttentionProblem pad = bthd(DType::bf16, 2, 8, 8, 256, 64, MaskKind::additive);
+  pad.mask_strides = {256, 0, 0};
+  EXPECT_TRUE(attention_sm90_applies(family_of(pad), pad, why)) << why;
+  pad.mask_prologue = AttentionMaskPrologue{1.0, -3.3895313892515355e+38};
+  EXPECT_FALSE(attention_sm90_applies(family_of(pad), pad, why));
+  EXPECT_NE(why.find("mask with a prologue"), std::string::npos) << why;
+  const std::vector<std::string> names = ranked_names(pad);
+  ASSERT_FALSE(names.empty());
+  for (const auto& n : names) EXPECT_EQ(n.rfind("fact_attn_sm80_bf16_bf16_d64_additive_", 0), 0u) << n;
   // The GPU: cc 9.0 or none (an H200 assumed) takes the member; cc 8.0 and 10.0 do not.
   EXPECT_TRUE(attention_limits(std::nullopt).sm90);
   GpuInfo g;

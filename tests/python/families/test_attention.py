@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from attention_cases import (attn_artifact, attn_pattern, attn_problem, discover_plan, last_args,
                              mingpt_artifact, mingpt_qkv)
 from fact.families.attention import (FACT_ATTN_FLAG_EMPTY_ROW_ZERO, FactAttentionArgs,
-                                    causal_buffers, check_pattern, mask_strides, tril_mismatch)
+                                    causal_buffers, check_pattern, mask_strides, summary,
+                                    tril_mismatch)
 from fact.export import export
 from fact.runtime import ArtifactError, load
 
@@ -284,6 +285,8 @@ def test_additive_mask_per_batch_broadcast_over_heads(tmp_path,
     assert fm.fallback_counts() == {"p0": 0}
     last = last_args(art)
     assert (last.mask_batch_stride, last.mask_head_stride, last.mask_row_stride) == (36, 0, 6)
+    # No prologue: the kernel adds the mask's values as they are.
+    assert (last.mask_affine, last.mask_rsub, last.mask_scale) == (0, 0.0, 0.0)
 
 
 def test_drop_mask_of_masked_fill_and_a_fully_masked_row(tmp_path,
@@ -420,3 +423,80 @@ def test_bmm_form_reads_three_dimensional_operands(tmp_path, attention_library: 
     assert fm.fallback_counts() == {"p0": 0}
     last = last_args(art)
     assert (last.q_batch_stride, last.q_head_stride, last.q_row_stride) == (64, 0, 8)
+
+
+# ------------------------------------------------------------------ the mask prologue
+
+class _PaddingMask(nn.Module):
+    """Hugging Face's key-padding mask, (1.0 - m) * finfo.min added to the scores; m is the
+    [B, 1, 1, T] 0/1 mask (1 = a real key)."""
+
+    def forward(self, q, k, v, m):
+        additive = (1.0 - m) * torch.finfo(torch.float32).min
+        att = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)) + additive
+        return F.softmax(att, dim=-1) @ v
+
+
+def _padding_inputs() -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(6)
+    m = torch.ones(2, 1, 1, 6)
+    m[0, ..., 4:] = 0  # sequence 0 has 4 keys, sequence 1 all 6
+    return [torch.randn(2, 4, 6, 8, generator=g) for _ in range(3)] + [m]
+
+
+def test_mask_prologue_fills_the_args_and_the_kernel_reads_the_0_1_mask(
+        tmp_path, attention_library: str) -> None:
+    inputs = _padding_inputs()
+    finfo_min = torch.finfo(torch.float32).min
+    problem = {**attn_problem(2, 4, 4, 6, 6, 8, "additive", _BHTD, "bhtd",
+                              {"mask": [6, 0, 0]}), "mask_rsub": 1.0, "mask_scale": finfo_min}
+    art = _whole_graph_artifact(tmp_path, _PaddingMask(), inputs, attention_library, problem,
+                                {"q": "q", "k": "k", "v": "v", "mask": "m"}, "fa_additive")
+    fm = load(art)
+    fm.bindings["p0"].device_type = "cpu"
+    a = fm.bindings["p0"].args(inputs, torch.empty(2, 4, 6, 8))
+    assert (a.mask_affine, a.mask_rsub, a.mask_scale) == (1, 1.0, finfo_min)
+    assert a.mask == inputs[3].data_ptr()
+    assert (a.mask_batch_stride, a.mask_head_stride, a.mask_row_stride) == (6, 0, 0)
+    out = fm(*inputs)
+    assert fm.fallback_counts() == {"p0": 0}
+    torch.testing.assert_close(out, _PaddingMask()(*inputs), rtol=1e-5, atol=1e-5)
+    last = last_args(art)
+    assert (last.mask_affine, last.mask_rsub, last.mask_scale) == (1, 1.0, finfo_min)
+    assert summary(problem).startswith("mask additive (1.0 - M) * -3.4028234663852886e+38, 4 heads")
+
+
+def test_mask_prologue_of_a_bad_problem_is_an_artifact_error() -> None:
+    pattern = {"problem": {**attn_problem(2, 4, 4, 6, 6, 8, "keep", _BHTD, "bhtd"),
+                           "mask_rsub": 1.0, "mask_scale": -1.0},
+               "operands": {"q": "q", "k": "k", "v": "v", "mask": "m"}, "output": "o"}
+    with pytest.raises(ValueError, match="mask_rsub and mask_scale must be two finite numbers"):
+        check_pattern(pattern, {})
+    pattern["problem"].update(mask="additive", mask_scale=float("inf"))
+    with pytest.raises(ValueError, match="mask_rsub and mask_scale"):
+        check_pattern(pattern, {})
+    del pattern["problem"]["mask_scale"]
+    with pytest.raises(ValueError, match="mask_rsub and mask_scale"):
+        check_pattern(pattern, {})
+
+
+def test_discovered_padding_mask_runs_with_its_prologue(tmp_path, attention_library: str) -> None:
+    # The engine's plan of the padding-mask spelling takes rsub and mul into the pattern: the
+    # kernel reads m and computes (1.0 - m) * finfo.min itself.
+    model, inputs = _PaddingMask(), _padding_inputs()
+    graph = export(model, inputs)
+    (p,) = [p for p in discover_plan(tmp_path, graph)["patterns"] if p["rule"] == "attention"]
+    assert p["operands"]["mask"] == "m"
+    assert (p["problem"]["mask_rsub"], p["problem"]["mask_scale"]) == \
+        (1.0, torch.finfo(torch.float32).min)
+    ops = {n["name"]: n["op"] for n in graph["nodes"]}
+    assert {ops[n] for n in p["nodes"]} >= {"aten.rsub.Scalar", "aten.mul.Tensor"}
+    art = attn_artifact(tmp_path, graph, [attn_pattern(p["nodes"], p["output"], p["operands"],
+                                                       p["problem"], "fa_additive")],
+                        attention_library)
+    fm = load(art, model)
+    fm.bindings["p0"].device_type = "cpu"
+    with torch.no_grad():
+        torch.testing.assert_close(fm(*inputs), model(*inputs), rtol=1e-5, atol=1e-5)
+    assert fm.fallback_counts() == {"p0": 0}
+    assert last_args(art).mask_affine == 1
