@@ -297,6 +297,8 @@ TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
     EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
     EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
     EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+  }
+}
 
 // BERT's key-padding mask, (1 - M) * torch.finfo(dtype).min with M [B, 1, 1, T] (strides
 // [T, 0, 0]) in fp32, and in bf16 over a mask with rows (so the draws have dead rows and
