@@ -114,8 +114,10 @@ class KernelBinding:
         family: the kernel's family (:func:`fact.families.family_of` of the pattern).
         call: the family's :class:`fact.families.KernelCall` for this pattern.
         input_names: external tensor values of the pattern, the custom op's ``inputs``.
-        expected: value name -> graph ``type`` (dtype/shape/strides) the plan assumed.
-        out_type: graph ``type`` of the pattern output (shape and dtype of the result).
+        expected: value name -> graph ``type`` (dtype/shape/strides) the plan assumed (a
+            narrowed value's with its narrow dtype, :mod:`fact.narrowing`).
+        out_type: graph ``type`` of the pattern output (shape and dtype of the result; a
+            narrowed output's narrow dtype).
         fallback: runs the pattern's ATen nodes on ``inputs`` (same order) -> output (a
             list: the output, then the extra outputs, when there are extra outputs).
         extra_outputs: role -> graph value the kernel writes besides the output (the

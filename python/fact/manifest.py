@@ -20,6 +20,8 @@ __all__ = ["check_manifest", "IMPLS"]
 # What runs a pattern: its FACT kernel, the vendor path, or its ATen nodes (set by the
 # loader when the kernels stay off).
 IMPLS = ("cutlass", "vendor", "aten")
+# The dtypes a narrowed value is stored in (fact.narrowing.NARROW_DTYPES).
+_NARROW_DTYPES = ("bfloat16", "float16")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a pattern id or an FX value name
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C symbol prefix
 _MAX_BYTES = 1 << 48  # a workspace larger than any GPU's memory is a corrupt value
@@ -135,8 +137,11 @@ def check_manifest(doc: Mapping, path: str, error: Callable[[str], Exception]) -
 
     Raises:
         ``error``: a member the runtime reads is missing, of another type, out of range
-            (a workspace over 2^48 bytes, a negative time, an unknown ``impl``), or two
-            patterns share an id; the message names the member.
+            (a workspace over 2^48 bytes, a negative time, an unknown ``impl``), two
+            patterns share an id, or ``narrowed`` is not a list of ``{"value": name,
+            "dtype": "bfloat16" | "float16"}`` naming each value once; the message names the
+            member. (Whether a narrowed value fits the graph is the runtime's to check:
+            :func:`fact.narrowing.narrowed_values`.)
     """
     c = _Checker(path, error)
     c.string(doc, "policy", "manifest")
@@ -156,3 +161,21 @@ def check_manifest(doc: Mapping, path: str, error: Callable[[str], Exception]) -
             isinstance(d, dict) and isinstance(d.get("node"), str) and isinstance(d.get("same_as"), str)
             for d in dropped):
         c.fail("dropped", "a list of {\"node\": name, \"same_as\": name}", dropped)
+    _check_narrowed(c, doc.get("narrowed", []), error, path)
+
+
+def _check_narrowed(c: _Checker, narrowed: Any, error: Callable[[str], Exception], path: str) -> None:
+    """The manifest's ``"narrowed"``: absent, empty, or a list of ``{"value", "dtype"}``."""
+    if not isinstance(narrowed, list):
+        c.fail("narrowed", 'a list of {"value": name, "dtype": name}', narrowed)
+    seen: set[str] = set()
+    for i, e in enumerate(narrowed):
+        where = f"narrowed[{i}]"
+        if not isinstance(e, dict):
+            c.fail(where, 'an object {"value": name, "dtype": name}', e)
+        c.string(e, "value", where, _NAME)
+        if e.get("dtype") not in _NARROW_DTYPES:
+            c.fail(f"{where}.dtype", " or ".join(f'"{d}"' for d in _NARROW_DTYPES), e.get("dtype"))
+        if e["value"] in seen:
+            raise error(f"{path}: {where}.value: \"{e['value']}\" is narrowed twice")
+        seen.add(e["value"])

@@ -14,6 +14,8 @@ kernel calls that replace its patterns, written as one ``torch.fx.GraphModule``.
 - a pattern node whose value is read outside its kernel stays an ATen call (with the pattern
   nodes it reads); the others are gone;
 - parameters, buffers and load-time tensors are placeholders after the graph's inputs;
+- values the manifest narrows are held in their narrow dtype (:mod:`fact.narrowing`: a
+  narrowed parameter converted at load, ATen nodes casting where the rule says);
 - in a graph with symbols (docs/02, "Symbols"), a size argument ``{"sym": "4*B"}`` is
   computed per call: each symbol is read once from the input dim it is the size of
   (``x.size(0)``, divided by the dim's coefficient) and multiplied out, so the module runs
@@ -37,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.fx
 
+from fact.narrowing import Narrowed, converted_name, convert, dtype_tag, keeps_stored
 from fact.symbols import parse_size, symbol_sources
 
 __all__ = ["GenerationError", "KernelSite", "ModuleBuilder", "generate", "generate_nodes",
@@ -250,14 +253,20 @@ class ModuleBuilder:
         placeholders: the module's inputs, in order.
         symbols: symbol -> (placeholder, dim, coefficient) it is read from (:func:`symbol_dims`),
             for a graph with symbols.
+        narrowed: values stored narrower than their graph dtype (:mod:`fact.narrowing`),
+            held so wherever defined; :meth:`aten_node` casts by the narrowing rule.
     """
 
     def __init__(self, placeholders: Sequence[str],
-                 symbols: Mapping[str, tuple[str, int, int]] | None = None) -> None:
+                 symbols: Mapping[str, tuple[str, int, int]] | None = None,
+                 narrowed: Mapping[str, Narrowed] | None = None) -> None:
         self.graph = torch.fx.Graph()
         self.modules: dict[str, torch.nn.Module] = {}
         self.load_time: dict[str, tuple[Callable[..., torch.Tensor], list[str]]] = {}
+        self.narrowed: dict[str, Narrowed] = dict(narrowed or {})
         self._values: dict[str, torch.fx.Node] = {}
+        self._widened: dict[str, torch.fx.Node] = {}  # narrowed value -> cast back, made once
+        self._converted: dict[str, str] = {}  # narrowed parameter -> its load-time tensor
         self._symbols = dict(symbols or {})
         self._sizes: dict[str, Any] = {}  # size text -> its FX node, made once
         self._placeholder_tail: torch.fx.Node | None = None
@@ -327,13 +336,28 @@ class ModuleBuilder:
         self._sizes[size] = out
         return out
 
-    def _arg(self, arg: Any) -> Any:
+    def widened(self, name: str) -> torch.fx.Node:
+        """Graph value ``name`` in its graph dtype: its FX node, or for a narrowed value that
+        node cast back (``linear_f32 = linear.to(torch.float32)``, exact), made once."""
+        n = self.narrowed.get(name)
+        if n is None:
+            return self.value(name)
+        if name not in self._widened:
+            self._widened[name] = self._cast(self.value(name), name, n.graph_dtype)
+        return self._widened[name]
+
+    def _cast(self, node: torch.fx.Node, value: str, dtype: torch.dtype) -> torch.fx.Node:
+        """``<value>_<dtype tag> = node.to(dtype)``."""
+        return self.graph.create_node("call_method", "to", (node, dtype), {},
+                                      name=f"{value}_{dtype_tag(dtype)}")
+
+    def _arg(self, arg: Any, read: Callable[[str], torch.fx.Node] | None = None) -> Any:
         if isinstance(arg, Ref):
-            return self.value(arg.name)
+            return (read or self.value)(arg.name)
         if isinstance(arg, Sym):
             return self.size_value(arg.size)
         if isinstance(arg, list):
-            return [self._arg(a) for a in arg]
+            return [self._arg(a, read) for a in arg]
         return arg
 
     # ------------------------------------------------------------------- calls
@@ -362,18 +386,23 @@ class ModuleBuilder:
             self.define(name, self.call_function(operator.getitem, (node, i), name=name))
 
     def aten_node(self, node: Mapping) -> None:
-        """Emit graph ``node`` (docs/02) as a call of its ATen op, defining its outputs."""
+        """Emit graph ``node`` (docs/02) as a call of its ATen op, defining its outputs. Unless
+        it runs on stored tensors as they are (:func:`fact.narrowing.keeps_stored`), it reads
+        narrowed values cast back (:meth:`widened`) and casts its narrowed outputs."""
         op = resolve_op(node["op"])
-        args = tuple(self._arg(decode_arg(a)) for a in node["args"])
-        kwargs = {k: self._arg(decode_arg(v)) for k, v in node["kwargs"].items()}
+        keep = not self.narrowed or keeps_stored(node, self.narrowed)
+        read = self.value if keep else self.widened
+        args = tuple(self._arg(decode_arg(a), read) for a in node["args"])
+        kwargs = {k: self._arg(decode_arg(v), read) for k, v in node["kwargs"].items()}
         outputs = _outputs(node)
         single = len(outputs) == 1 and outputs[0] == node["name"]
         call = self.call_function(op, args, kwargs, name=node["name"])
-        if single:
-            self.define(node["name"], call)
-        elif outputs:
-            for i, name in enumerate(outputs):
-                self.define(name, self.call_function(operator.getitem, (call, i), name=name))
+        for i, name in enumerate(outputs):
+            value = call if single else self.call_function(operator.getitem, (call, i), name=name)
+            n = None if keep else self.narrowed.get(name)
+            if n is not None:
+                value = self._cast(value, name, n.dtype)
+            self.define(name, value)
 
     def kernel_call(self, site: KernelSite) -> torch.fx.Node:
         """The call of ``site``'s kernel module on its inputs (defines nothing)."""
@@ -384,20 +413,32 @@ class ModuleBuilder:
                          sources: Sequence[str]) -> torch.fx.Node:
         """A tensor made once when the module is built, ``compute(*tensors of sources)``
         (e.g. Q/K/V weights concatenated, gate/up weights interleaved), passed to the module
-        like a parameter under ``name``; defined as graph value ``name``.
+        like a parameter under ``name``; defined as graph value ``name``. A narrowed parameter
+        among ``sources`` is read converted (:meth:`convert_at_load`).
 
         Raises:
             GenerationError: ``name`` is taken.
         """
         if name in self._values:
             raise GenerationError(f"load-time tensor {name}: the name is taken")
-        self.load_time[name] = (compute, list(sources))
+        self.load_time[name] = (compute, [self._converted.get(s, s) for s in sources])
         return self._add_placeholder(name)
+
+    def convert_at_load(self, name: str) -> torch.fx.Node:
+        """Narrowed parameter ``name`` converted once at load (:func:`fact.narrowing.convert`,
+        as :func:`fact.narrowing.converted_name`): from here on graph value ``name`` is the
+        converted tensor, for every reader and as a source of later load-time tensors."""
+        n = self.narrowed[name]
+        target = converted_name(name, n)
+        node = self.load_time_tensor(target, convert(n.dtype), [name])
+        self._values[name] = node
+        self._converted[name] = target
+        return node
 
     def finish(self, outputs: Sequence[Any]) -> torch.fx.GraphModule:
         """The GraphModule returning ``outputs`` (decoded graph outputs: one value, or a
-        tuple of them)."""
-        outs = [self._arg(o) for o in outputs]
+        tuple of them), each in its graph dtype."""
+        outs = [self._arg(o, self.widened) for o in outputs]
         self.graph.output(outs[0] if len(outs) == 1 else tuple(outs))
         self.graph.lint()
         return torch.fx.GraphModule(dict(self.modules), self.graph)
@@ -464,14 +505,16 @@ def _kept_members(site: KernelSite, nodes: Mapping[str, Mapping],
     return [n for n in members if n in kept]
 
 
-def generate(graph: Mapping, sites: Sequence[KernelSite],
-             tensor_names: Sequence[str]) -> tuple[torch.fx.GraphModule, list[str], dict]:
+def generate(graph: Mapping, sites: Sequence[KernelSite], tensor_names: Sequence[str],
+             narrowed: Mapping[str, Narrowed] | None = None
+             ) -> tuple[torch.fx.GraphModule, list[str], dict]:
     """The module of ``graph`` with ``sites`` in place of their patterns.
 
     Args:
         graph: the graph dict (docs/02).
         sites: one per kernel; their patterns' nodes must be graph nodes, no node in two.
         tensor_names: the placeholders after the graph inputs (params, buffers, constants).
+        narrowed: values stored narrower than their graph dtype (:mod:`fact.narrowing`).
 
     Returns:
         ``(module, aten_nodes, load_time)``: the GraphModule, whose ``forward`` takes the
@@ -528,9 +571,13 @@ def generate(graph: Mapping, sites: Sequence[KernelSite],
         items.append(_Item(position[name], node_inputs(n), makes, node=n))
     symbols = symbol_dims([(i["name"], i.get("type")) for i in graph["inputs"]],
                           set(graph.get("symbols") or ())) if graph.get("symbols") else {}
-    builder = ModuleBuilder([i["name"] for i in graph["inputs"]] + list(tensor_names), symbols)
+    builder = ModuleBuilder([i["name"] for i in graph["inputs"]] + list(tensor_names), symbols,
+                            narrowed)
+    for name in tensor_names:
+        if name in builder.narrowed:
+            builder.convert_at_load(name)
     for cone in cones:
-        compute = generate_nodes(cone.nodes, cone.sources, [cone.value])
+        compute = generate_nodes(cone.nodes, cone.sources, [cone.value], narrowed=narrowed)
         builder.define(cone.value, builder.load_time_tensor(f"fact_table_{cone.value}", compute, cone.sources))
     aten = _place(builder, items)
     module = builder.finish([decode_arg(o) for o in graph["outputs"]])
@@ -539,16 +586,18 @@ def generate(graph: Mapping, sites: Sequence[KernelSite],
 
 def generate_nodes(nodes: Sequence[Mapping], input_names: Sequence[str],
                    outputs: Sequence[str],
-                   types: Mapping[str, Mapping | None] | None = None) -> torch.fx.GraphModule:
+                   types: Mapping[str, Mapping | None] | None = None,
+                   narrowed: Mapping[str, Narrowed] | None = None) -> torch.fx.GraphModule:
     """A GraphModule running graph ``nodes`` (in their order) on ``input_names`` and returning
     ``outputs`` (one tensor, or a list when there are several): a kernel's ATen fallback.
     ``types`` (value -> graph type) gives the symbols' input dims of a graph with symbols.
+    ``narrowed``: inputs and outputs among them are stored narrow; the nodes cast by the rule.
 
     Raises:
         GenerationError: a node reads a value that is neither an input nor made before it.
     """
     symbols = symbol_dims([(n, (types or {}).get(n)) for n in input_names])
-    builder = ModuleBuilder(list(input_names), symbols)
+    builder = ModuleBuilder(list(input_names), symbols, narrowed)
     for n in nodes:
         builder.aten_node(n)
     outs = [builder.value(o) for o in outputs]

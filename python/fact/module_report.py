@@ -2,8 +2,9 @@
 
 ``factc compose`` writes ``<artifact>/report.md`` pattern by pattern. After ``fact optimize``
 has verified and timed the whole module, :func:`write_module_report` appends a ``## Module``
-section to it (policy, verification, module timings, speedups, coverage, per-pattern times)
-and, when matplotlib is importable, two PNG charts beside it:
+section to it (policy, the narrowed values in one line such as ``stored in bf16: 12 values
+(4 parameters converted at load)``, verification, module timings, speedups, coverage,
+per-pattern times) and, when matplotlib is importable, two PNG charts beside it:
 
 - ``report_times.png``: median module time per variant (eager fp32, eager under the policy,
   torch.compile when timed, FACT), with the min-max spread as error bars;
@@ -41,6 +42,7 @@ import os
 from typing import Any, Iterable, Mapping, Sequence
 
 from fact.families import find_family
+from fact.narrowing import narrowed_summary
 
 __all__ = ["write_module_report", "replace_section", "coverage", "pattern_times",
            "SECTION_MARKER",
@@ -153,7 +155,8 @@ def _variants(timings: Mapping[str, Any]) -> list[str]:
 
 
 def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[str, Any],
-            manifest: Mapping[str, Any], cov: float, plots: list[str]) -> str:
+            manifest: Mapping[str, Any], cov: float, plots: list[str],
+            graph: Mapping[str, Any] | None = None) -> str:
     policy = row.get("policy", "?")
     verified = bool(row.get("verified"))
     fact_check, eager_check = checks.get("fact"), checks.get("eager")
@@ -162,6 +165,9 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
              f"(`{row.get('problem', '?')}`). Times are medians of alternating trials in "
              f"milliseconds; errors are max |out − ref| / max |ref| against float64.", "",
              f"- Policy: `{policy}`"]
+    narrowed = narrowed_summary(manifest, graph)
+    if narrowed:  # the manifest's "narrowed" values (fact.narrowing)
+        lines.append(f"- Narrowed: {narrowed}")
 
     # Verification.
     on = row.get("verified_on")
@@ -357,8 +363,22 @@ def write_module_report(artifact_dir: str | os.PathLike, row: Mapping[str, Any],
         if os.path.exists(path):
             os.remove(path)
     plots = _plot(artifact_dir, row, timings, manifest)
-    section = _render(row, checks, timings, manifest, cov, plots)
+    section = _render(row, checks, timings, manifest, cov, plots, _graph(artifact_dir, manifest))
     replace_section(os.path.join(artifact_dir, "report.md"), SECTION_MARKER, section)
+
+
+def _graph(artifact_dir: str, manifest: Mapping[str, Any]) -> dict | None:
+    """The artifact's graph.json when the manifest narrows values (to count the parameters
+    among them), else or when unreadable ``None``."""
+    if not manifest.get("narrowed"):
+        return None
+    try:
+        with open(os.path.join(artifact_dir, str(manifest.get("graph", "graph.json"))),
+                  encoding="utf-8") as f:
+            graph = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return graph if isinstance(graph, dict) else None
 
 
 def replace_section(path: str, marker: str, section: str) -> str:

@@ -24,7 +24,10 @@ is :meth:`FactModule.source`, written into the artifact as ``module.py``):
   ``"tail"`` is a manifest pattern of its own (``impl: "cutlass"``, id ``<id>_tail``) that
   runs the tail's nodes through ``fact::<id>_tail`` (:func:`kernel_patterns`);
 - on CUDA, with static shapes and nothing that waits for the device, calls replay one
-  captured CUDA graph (:mod:`fact.cuda_graph`).
+  captured CUDA graph (:mod:`fact.cuda_graph`);
+- the manifest's ``"narrowed"`` values are stored in their narrow dtype (:mod:`fact.narrowing`):
+  the kernels' types say so, narrowed parameters are converted once when the module is
+  built, and the ATen nodes cast where the narrowing rule says.
 
 Parameters, buffers and constants are taken from ``model`` by their state-dict ``target``
 when a model is given, else from ``artifact/params.pt`` (a ``{target: tensor}`` dict that
@@ -46,6 +49,8 @@ from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
 from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
 from fact.manifest import check_manifest
+from fact.narrowing import (Narrowed, narrowed_fallback, narrowed_summary, narrowed_values,
+                            stored_types)
 from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
                              generate_nodes, node_inputs)
 
@@ -195,6 +200,8 @@ class FactModule(torch.nn.Module):
             :class:`fact.buckets.BucketedBinding` for one with buckets).
         dropped_nodes: graph nodes left out (the manifest's ``"dropped"``:
             :func:`fact.module_gen.drop_identities`).
+        narrowed: value -> :class:`fact.narrowing.Narrowed`, the manifest's ``"narrowed"``
+            values the module stores in their narrow dtype.
         generated: the generated ``torch.fx.GraphModule``.
         replay: the CUDA-graph replay of :attr:`generated`.
 
@@ -226,15 +233,24 @@ class FactModule(torch.nn.Module):
         # Pattern id -> the buffers its kernel's family proved it from (e.g. a causal
         # mask's tril buffer), re-checked below.
         self._proven_buffers: dict[str, list[str]] = {}
+        try:
+            narrowed = narrowed_values(graph, (manifest or {}).get("narrowed"))
+        except ValueError as exc:
+            raise ArtifactError(f"manifest of graph {graph.get('name')!r}: {exc}") from exc
         try:  # the identities the canonical form dropped are gone from what runs
             self._graph, self.dropped_nodes = drop_identities(
                 graph, (manifest or {}).get("dropped") or [])
+            # A narrowed value a dropped identity made is gone with it.
+            made = {o["name"] for n in self._graph["nodes"] for o in n["outputs"]}
+            self.narrowed: dict[str, Narrowed] = {
+                v: n for v, n in narrowed.items() if v in made or v in self._param_names}
             sites = self._kernel_sites(manifest, library)
-            self.generated, self._aten_nodes, load_time = generate(self._graph, sites,
-                                                                   self._param_names)
+            self.generated, self._aten_nodes, load_time = generate(
+                self._graph, sites, self._param_names, self.narrowed)
         except GenerationError as exc:
             raise ArtifactError(f"graph {graph.get('name')!r}: {exc}") from exc
-        for name, (compute, sources) in load_time.items():  # re-laid out once, here
+        # Re-laid out or converted once, here (in order: a converted parameter comes first).
+        for name, (compute, sources) in load_time.items():
             self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
                                  persistent=False)
         self._tensor_names = self._param_names + list(load_time)
@@ -253,6 +269,7 @@ class FactModule(torch.nn.Module):
         for n in self._graph["nodes"]:
             for o in n["outputs"]:
                 types[o["name"]] = o["type"]
+        graph_types, types = types, stored_types(types, self.narrowed)
         params = {p["name"]: p for p in self._graph["params"]}
         sites: list[KernelSite] = []
         for pat in kernel_patterns(manifest):
@@ -265,7 +282,8 @@ class FactModule(torch.nn.Module):
                                     f"produced by its nodes")
             if library is None:
                 raise ArtifactError(f"pattern {pat['id']} needs the kernel library")
-            binding, graph_inputs, defines = self._binding(pat, members, types, library)
+            binding, graph_inputs, defines = self._binding(pat, members, types, library,
+                                                           graph_types, self.narrowed)
             read = [r for m in members for r in node_inputs(m)]
             buffers = binding.family.proven_buffers(pat, read, params)
             if buffers:
@@ -280,10 +298,13 @@ class FactModule(torch.nn.Module):
 
     @staticmethod
     def _binding(pat: dict, members: Sequence[dict], types: Mapping[str, dict | None],
-                 library: KernelLibrary
+                 library: KernelLibrary, graph_types: Mapping[str, dict | None] | None = None,
+                 narrowed: Mapping[str, Narrowed] | None = None
                  ) -> tuple[KernelBinding | BucketedBinding, list[str], list[str]]:
         """The pattern's binding, the graph values its call reads (what the generated module
-        orders it by) and the values its emitter defines."""
+        orders it by) and the values its emitter defines. ``types`` are the stored types (a
+        narrowed value's narrow dtype), ``graph_types`` the graph's own, which a family's own
+        fallback is written for (:func:`fact.narrowing.narrowed_fallback`)."""
         try:
             family = family_of(pat)
             family.check_pattern(pat, types)
@@ -316,13 +337,17 @@ class FactModule(torch.nn.Module):
             raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
         if io is not None:
             kernel_inputs, out_type, fallback = io.inputs, io.out_type, io.fallback
+            if narrowed:
+                fallback = _narrowed_io_fallback(family, pat, input_names, io, types,
+                                                 graph_types or types)
             types = {**types, **io.types}
             defines = list(io.defines)
         else:
             kernel_inputs, out_type = input_names, None
             defines = [output, *extra.values()]
             try:  # the pattern's ATen nodes, generated like the module
-                aten = generate_nodes(members, input_names, [output, *extra.values()], types)
+                aten = generate_nodes(members, input_names, [output, *extra.values()], types,
+                                      narrowed)
             except GenerationError as exc:
                 raise ArtifactError(f"pattern {pat['id']}: {exc}") from exc
 
@@ -363,13 +388,18 @@ class FactModule(torch.nn.Module):
         return super()._apply(fn, *args, **kwargs)
 
     def source(self) -> str:
-        """The generated module's Python source, after a header naming each kernel call
-        (what :meth:`write_source` writes)."""
+        """The generated module's Python source, after a header naming each kernel call and
+        the narrowed values (what :meth:`write_source` writes)."""
         lines = [f"# FACT module of graph {self.graph.get('name')!r}: "
                  f"{len(self.bindings)} FACT kernel call(s), {len(self._aten_nodes)} ATen call(s)."]
         for pid, b in self.bindings.items():
             lines.append(f"# self.fact_{pid}: {b.family.name} kernel {b.kernel_name}, replaces "
                          f"{', '.join(b.pattern['nodes'])}")
+        if self.narrowed:
+            held = [{"value": v, "dtype": str(n.dtype).replace("torch.", "")}
+                    for v, n in self.narrowed.items()]
+            lines.append(f"# {narrowed_summary({'narrowed': held}, self.graph)}: "
+                         f"{', '.join(self.narrowed)}")
         code = [line.rstrip() for line in self.generated.code.strip().splitlines()]
         return "\n".join(lines + code) + "\n"
 
@@ -445,6 +475,21 @@ class FactModule(torch.nn.Module):
         n_kernels = len(self.bindings)
         return (f"graph={self.graph.get('name')!r}, nodes={len(self.graph['nodes'])}, "
                 f"kernels={n_kernels}")
+
+
+def _narrowed_io_fallback(family: Any, pat: dict, input_names: list[str], io: Any,
+                          types: Mapping[str, dict | None], graph_types: Mapping[str, dict | None]
+                          ) -> Callable[[Sequence[torch.Tensor]], Any]:
+    """A family's own fallback (written for graph dtypes) under the narrowing rule: the same
+    call's inputs and result typed as the graph says (``kernel_io`` on ``graph_types``)
+    against their stored types."""
+    plain = family.kernel_io(pat, input_names, graph_types)
+
+    def dtypes(kio: Any, tys: Mapping[str, dict | None]) -> list[str | None]:
+        return [((kio.types.get(n) or tys.get(n)) or {}).get("dtype") for n in kio.inputs]
+
+    return narrowed_fallback(io.fallback, dtypes(io, types), dtypes(plain, graph_types),
+                             io.out_type["dtype"], plain.out_type["dtype"])
 
 
 def load_graph_module(graph: dict, model: torch.nn.Module | None = None,

@@ -1,0 +1,206 @@
+"""Narrowed values in the runtime (docs/05-composition.md, "Narrowed values").
+
+Under a policy whose GEMMs and attention round their fp32 operands to bf16 (``bf16``), the
+engine marks the graph values whose every reader rounds them anyway as *narrowed*: the
+manifest's ``"narrowed": [{"value": "linear", "dtype": "bfloat16"}, ...]``. Such a value is
+stored in the narrow dtype, which is bit-identical to rounding it in each reader and halves
+its traffic. The graph's own types still say float32 for it; the kernels' problems already
+carry the narrow dtypes.
+
+The module built from such an artifact keeps every tensor type-correct:
+
+- the runtime's value types (what a kernel binding expects, allocates and fakes) give a
+  narrowed value its narrow dtype (:func:`stored_types`; shape and strides unchanged);
+- a narrowed parameter, buffer or constant is converted once when the module is built
+  (:func:`convert`, the load-time tensor ``fact_bf16_<name>``), and every reader in the
+  generated module reads the converted tensor;
+- an ATen node that only moves or re-views data (:data:`LAYOUT_OPS`) and whose outputs are
+  stored like its source runs on the stored tensor as it is; a node that reads only shapes
+  (:data:`SHAPE_OPS`) reads it as it is too (:func:`keeps_stored`); every other ATen node
+  reads a narrowed value cast back to its graph dtype (exact) and casts a narrowed output
+  of its own to the narrow dtype; a kernel call reads and writes narrowed tensors as they
+  are; the module's outputs are never narrowed;
+- a kernel's ATen fallback obeys the same rule (:func:`narrowed_fallback` for a family's own
+  fallback), so it returns a narrowed output in its narrow dtype.
+
+Tests: ``tests/python/test_narrowing.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+__all__ = ["NARROW_DTYPES", "LAYOUT_OPS", "SHAPE_OPS", "Narrowed", "narrowed_values",
+           "stored_types", "keeps_stored", "convert", "dtype_tag", "converted_name",
+           "narrowed_fallback", "narrowed_summary"]
+
+#: The dtypes a value may be narrowed to (the manifest's ``dtype``).
+NARROW_DTYPES = ("bfloat16", "float16")
+
+#: ATen ops (base names) whose outputs are their first argument's elements re-viewed or moved,
+#: never computed: rounding commutes with them. The views are those of the engine's canonical
+#: form (``canonical::is_view_op``), then the ops that may copy but only move data.
+LAYOUT_OPS = frozenset((
+    "alias", "detach", "view", "_unsafe_view", "expand", "expand_as", "t", "transpose",
+    "permute", "slice", "select", "unsqueeze", "squeeze", "split", "split_with_sizes", "chunk",
+    "unbind", "narrow", "as_strided", "diagonal", "unfold", "view_as", "unflatten", "movedim",
+    "reshape", "flatten", "contiguous", "clone"))
+
+#: ATen ops (base names) that read only a tensor's sizes or strides.
+SHAPE_OPS = frozenset(("sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "size",
+                       "stride", "numel", "dim"))
+
+_TAGS = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """A value stored in a narrower dtype than its graph type says.
+
+    Attributes:
+        dtype: the dtype it is stored in (``torch.bfloat16`` or ``torch.float16``).
+        graph_dtype: its graph type's dtype (``torch.float32``).
+    """
+
+    dtype: torch.dtype
+    graph_dtype: torch.dtype
+
+
+def dtype_tag(dtype: torch.dtype) -> str:
+    """The short name of a dtype in generated names: ``bf16``, ``f16``, ``f32``."""
+    return _TAGS.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def converted_name(value: str, narrowed: Narrowed) -> str:
+    """The load-time tensor a narrowed parameter is converted into: ``fact_bf16_<value>``."""
+    return f"fact_{dtype_tag(narrowed.dtype)}_{value}"
+
+
+def narrowed_values(graph: Mapping, entries: Sequence[Mapping] | None) -> dict[str, Narrowed]:
+    """The manifest's ``"narrowed"`` entries (already of the right shape,
+    :func:`fact.manifest.check_manifest`) checked against ``graph``: value -> :class:`Narrowed`.
+
+    Raises:
+        ValueError: a value that is not in the graph, is a graph input or output, or whose
+            graph dtype is not float32; the message names the entry.
+    """
+    types: dict[str, Any] = {p["name"]: p.get("type") for p in graph.get("params", [])}
+    for n in graph.get("nodes", []):
+        for o in n["outputs"]:
+            types[o["name"]] = o.get("type")
+    inputs = {i["name"] for i in graph.get("inputs", [])}
+    outputs = {r for o in graph.get("outputs", []) for r in _refs(o)}
+    out: dict[str, Narrowed] = {}
+    for i, e in enumerate(entries or []):
+        value, where = e["value"], f"narrowed[{i}] ({e['value']!r})"
+        if value in inputs:
+            raise ValueError(f"{where}: a graph input cannot be narrowed (the caller gives it)")
+        if value in outputs:
+            raise ValueError(f"{where}: a graph output cannot be narrowed (the module returns "
+                             f"it in its graph dtype)")
+        if value not in types:
+            raise ValueError(f"{where}: no such value in the graph")
+        dtype = (types[value] or {}).get("dtype")
+        if dtype != "float32":
+            raise ValueError(f"{where}: its graph dtype is {dtype}, only float32 values are "
+                             f"narrowed")
+        out[value] = Narrowed(getattr(torch, e["dtype"]), torch.float32)
+    return out
+
+
+def _refs(arg: Any) -> list[str]:
+    if isinstance(arg, list):
+        return [r for a in arg for r in _refs(a)]
+    if isinstance(arg, dict) and isinstance(arg.get("ref"), str):
+        return [arg["ref"]]
+    return []
+
+
+def stored_types(types: Mapping[str, Any], narrowed: Mapping[str, Narrowed]) -> dict[str, Any]:
+    """``types`` (value -> graph type) with each narrowed value's dtype its narrow one (shape
+    and strides unchanged)."""
+    out = dict(types)
+    for value, n in narrowed.items():
+        if out.get(value) is not None:
+            out[value] = dict(out[value], dtype=str(n.dtype).replace("torch.", ""))
+    return out
+
+
+def _base_name(op: str) -> str:
+    parts = op.split(".")
+    return ".".join(parts[1:-1]) if len(parts) >= 3 else op
+
+
+def keeps_stored(node: Mapping, narrowed: Mapping[str, Narrowed]) -> bool:
+    """Whether graph ``node`` runs on the stored tensors as they are: it reads only shapes
+    (:data:`SHAPE_OPS`), or it is a layout op (:data:`LAYOUT_OPS`) each of whose outputs is
+    stored like its first argument (both narrowed to one dtype, or neither). Any other node
+    reads narrowed values cast back to their graph dtype and casts its narrowed outputs."""
+    base = _base_name(node["op"])
+    if base in SHAPE_OPS:
+        return True
+    if base not in LAYOUT_OPS or not node.get("args"):
+        return False
+    src = _refs(node["args"][0])
+    if len(src) != 1:
+        return False
+
+    def stored(v: str) -> torch.dtype | None:
+        return narrowed[v].dtype if v in narrowed else None
+
+    return all(stored(o["name"]) == stored(src[0]) for o in node["outputs"])
+
+
+def convert(dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``compute(t)``: ``t`` converted to ``dtype`` once, outside autograd, with its strides
+    (a load-time tensor, :meth:`fact.module_gen.ModuleBuilder.convert_at_load`)."""
+    def compute(t: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return t.detach().to(dtype, memory_format=torch.preserve_format, copy=True)
+    return compute
+
+
+def narrowed_fallback(fallback: Callable[[Sequence[torch.Tensor]], Any],
+                      stored_in: Sequence[str | None], graph_in: Sequence[str | None],
+                      stored_out: str, graph_out: str) -> Callable[[Sequence[torch.Tensor]], Any]:
+    """A family's own ATen fallback (:class:`fact.families.KernelIO`'s, written for the graph
+    dtypes) under the narrowing rule: each input whose stored dtype differs from its graph
+    dtype is cast back to it first, and the result is cast to the stored dtype of the output
+    when that differs. ``fallback`` itself when nothing differs. Dtypes are graph names."""
+    widen = [(i, getattr(torch, g)) for i, (s, g) in enumerate(zip(stored_in, graph_in))
+             if s is not None and g is not None and s != g]
+    narrow = getattr(torch, stored_out) if stored_out != graph_out else None
+    if not widen and narrow is None:
+        return fallback
+
+    def run(inputs: Sequence[torch.Tensor]) -> Any:
+        tensors = list(inputs)
+        for i, dtype in widen:
+            tensors[i] = tensors[i].to(dtype)
+        out = fallback(tensors)
+        return out.to(narrow) if narrow is not None else out
+    return run
+
+
+def narrowed_summary(manifest: Mapping, graph: Mapping | None = None) -> str:
+    """One line on the manifest's narrowed values, "" without any: ``stored in bf16: 12 values
+    (4 parameters converted at load)``, one clause per dtype; the parameters (also buffers and
+    constants) are counted when ``graph`` is given."""
+    entries = [e for e in manifest.get("narrowed") or [] if isinstance(e, Mapping)]
+    if not entries:
+        return ""
+    params = {p["name"] for p in (graph or {}).get("params", [])}
+    parts = []
+    for name in NARROW_DTYPES:
+        values = [e.get("value") for e in entries if e.get("dtype") == name]
+        if not values:
+            continue
+        text = f"{dtype_tag(getattr(torch, name))}: {len(values)} value{'s' if len(values) != 1 else ''}"
+        if graph is not None:
+            n = sum(v in params for v in values)
+            text += f" ({n} parameter{'s' if n != 1 else ''} converted at load)"
+        parts.append(text)
+    return "stored in " + "; in ".join(parts)
