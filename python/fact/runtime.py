@@ -338,6 +338,12 @@ class FactModule(torch.nn.Module):
         if io is not None:
             kernel_inputs, out_type, fallback = io.inputs, io.out_type, io.fallback
             if narrowed:
+                mixed = [v for v in io.defines if (types.get(v) or {}).get("dtype")
+                         not in (None, io.out_type["dtype"])]
+                if mixed:  # the values defined from the one result share its dtype
+                    raise ArtifactError(f"pattern {pat['id']}: its kernel writes one "
+                                        f"{io.out_type['dtype']} result, but {', '.join(mixed)} "
+                                        f"defined from it are narrowed otherwise")
                 fallback = _narrowed_io_fallback(family, pat, input_names, io, types,
                                                  graph_types or types)
             types = {**types, **io.types}

@@ -16,6 +16,7 @@ import torch.nn as nn
 from artifacts import GEMM_STUB_SOURCE, write_artifact
 from fact.export import export
 from fact.kernels import new_output
+from fact.module_gen import KernelSite, default_emit, generate
 from fact.module_report import write_module_report
 from fact.narrowing import (Narrowed, convert, keeps_stored, narrowed_fallback,
                             narrowed_summary)
@@ -292,6 +293,45 @@ def test_a_narrowed_parameter_is_converted_once_when_the_module_is_built(tmp_pat
     assert torch.equal(fm(x), first)
 
 
+def test_a_table_made_at_load_from_a_narrowed_buffer_reads_it_converted() -> None:
+    """A kernel input computed once at load (fact.load_time) from a narrowed buffer: the table's
+    nodes read the converted buffer cast back, and the narrowed table is stored in bf16."""
+    def node(name: str, op: str, *args) -> dict:
+        return {"name": name, "op": op, "args": list(args), "kwargs": {},
+                "outputs": [{"name": name, "type": None}]}
+
+    graph = {"format": "fact.graph", "version": 1, "name": "G",
+             "inputs": [{"name": "x", "type": None}],
+             "params": [{"name": "b_inv_freq", "kind": "buffer"}],
+             "nodes": [node("pos", "aten.arange.default", 8),
+                       node("col", "aten.unsqueeze.default", {"ref": "pos"}, 1),
+                       node("freqs", "aten.mul.Tensor", {"ref": "col"}, {"ref": "b_inv_freq"}),
+                       node("cos", "aten.cos.default", {"ref": "freqs"}),
+                       node("y", "aten.mul.Tensor", {"ref": "x"}, {"ref": "cos"})],
+             "outputs": [{"ref": "y"}]}
+
+    class Kernel(nn.Module):
+        def forward(self, x: torch.Tensor, cos: torch.Tensor) -> torch.Tensor:
+            assert cos.dtype == torch.bfloat16  # the kernel reads the table as stored
+            return x * cos.float()
+
+    bf16 = Narrowed(torch.bfloat16, torch.float32)
+    site = KernelSite("fact_p0", Kernel(), {"id": "p0", "nodes": ["y"], "output": "y"},
+                      ["x", "cos"], ["y"], default_emit, ["cos"])
+    module, aten, load_time = generate(graph, [site], ["b_inv_freq"],
+                                       {"b_inv_freq": bf16, "cos": bf16})
+    assert aten == [] and list(load_time) == ["fact_bf16_b_inv_freq", "fact_table_cos"]
+    assert load_time["fact_table_cos"][1] == ["fact_bf16_b_inv_freq"]
+    tensors = {"b_inv_freq": torch.rand(4)}
+    for name, (compute, sources) in load_time.items():  # as the runtime does, in order
+        tensors[name] = compute(*(tensors[s] for s in sources))
+    table = tensors["fact_table_cos"]
+    want = _bf16(torch.cos(torch.arange(8)[:, None] * _bf16(tensors["b_inv_freq"])))
+    assert table.dtype == torch.bfloat16 and torch.equal(table.float(), want)
+    x = torch.randn(8, 4)
+    assert torch.equal(module(x, *tensors.values()), x * want)
+
+
 def test_convert_keeps_strides_and_copies() -> None:
     t = torch.randn(16, 8).t()
     c = convert(torch.bfloat16)(t)
@@ -343,6 +383,31 @@ def test_a_bucketed_pattern_writes_its_narrowed_output_at_every_size(tmp_path, b
         assert per_size is None or per_size.out_type == {"dtype": "bfloat16", "shape": [b, 4, 8],
                                                          "strides": [32, 8, 1]}
     assert fm.fallback_counts() == {"p0": 2}  # the kernels run on CUDA only
+
+
+def test_merged_outputs_narrowed_unlike_each_other_are_refused(tmp_path, fake_library) -> None:
+    """One kernel result is viewed as both members' outputs: they must be stored alike."""
+    class _Both(_TwoProjections):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q, k = super().forward(x)
+            return q.sum() + k.sum()
+
+    model, x = _Both().eval(), torch.randn(4, 16)
+    art = write_artifact(tmp_path, export(model, [x]), [_merged_pattern()], fake_library)
+    path = os.path.join(art, "manifest.json")
+    manifest = dict(json.load(open(path)), narrowed=[{"value": "linear_1", "dtype": "bfloat16"}])
+    json.dump(manifest, open(path, "w"))
+    with pytest.raises(ArtifactError, match="p0: its kernel writes one float32 result, but "
+                                            "linear_1 defined from it are narrowed otherwise"):
+        load(art, model)
+    manifest["narrowed"].append({"value": "linear", "dtype": "bfloat16"})
+    json.dump(manifest, open(path, "w"))
+    fm = load(art, model)  # both narrowed: one bf16 result
+    assert fm.bindings["p0"].out_type["dtype"] == "bfloat16"
+    out = fm(x)
+    w = torch.cat([model.q.weight, model.k.weight]).detach()
+    d = _bf16(torch.nn.functional.linear(x, w) + 1.0 * torch.cat([model.q.bias, model.k.bias]).detach())
+    assert torch.equal(out, d[:, :8].sum() + d[:, 8:].sum())
 
 
 # ------------------------------------------------------------ the rule's pieces
