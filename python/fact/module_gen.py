@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.fx
 
-from fact.narrowing import Narrowed, converted_name, convert, dtype_tag, keeps_stored
+from fact.narrowing import Narrowed, NarrowingBuilder, keeps_stored
 from fact.symbols import parse_size, symbol_sources
 
 __all__ = ["GenerationError", "KernelSite", "ModuleBuilder", "generate", "generate_nodes",
@@ -240,7 +240,7 @@ class _Item:
     readers: list[int] = field(default_factory=list)
 
 
-class ModuleBuilder:
+class ModuleBuilder(NarrowingBuilder):
     """The FX graph being written; what a family's emitter calls.
 
     Attributes:
@@ -254,7 +254,9 @@ class ModuleBuilder:
         symbols: symbol -> (placeholder, dim, coefficient) it is read from (:func:`symbol_dims`),
             for a graph with symbols.
         narrowed: values stored narrower than their graph dtype (:mod:`fact.narrowing`),
-            held so wherever defined; :meth:`aten_node` casts by the narrowing rule.
+            held so wherever defined; :meth:`aten_node` casts by the narrowing rule, and
+            :class:`fact.narrowing.NarrowingBuilder` adds ``widened``, ``cast`` and
+            ``convert_at_load``.
     """
 
     def __init__(self, placeholders: Sequence[str],
@@ -263,10 +265,8 @@ class ModuleBuilder:
         self.graph = torch.fx.Graph()
         self.modules: dict[str, torch.nn.Module] = {}
         self.load_time: dict[str, tuple[Callable[..., torch.Tensor], list[str]]] = {}
-        self.narrowed: dict[str, Narrowed] = dict(narrowed or {})
         self._values: dict[str, torch.fx.Node] = {}
-        self._widened: dict[str, torch.fx.Node] = {}  # narrowed value -> cast back, made once
-        self._converted: dict[str, str] = {}  # narrowed parameter -> its load-time tensor
+        self._init_narrowing(narrowed)
         self._symbols = dict(symbols or {})
         self._sizes: dict[str, Any] = {}  # size text -> its FX node, made once
         self._placeholder_tail: torch.fx.Node | None = None
@@ -336,21 +336,6 @@ class ModuleBuilder:
         self._sizes[size] = out
         return out
 
-    def widened(self, name: str) -> torch.fx.Node:
-        """Graph value ``name`` in its graph dtype: its FX node, or for a narrowed value that
-        node cast back (``linear_f32 = linear.to(torch.float32)``, exact), made once."""
-        n = self.narrowed.get(name)
-        if n is None:
-            return self.value(name)
-        if name not in self._widened:
-            self._widened[name] = self._cast(self.value(name), name, n.graph_dtype)
-        return self._widened[name]
-
-    def _cast(self, node: torch.fx.Node, value: str, dtype: torch.dtype) -> torch.fx.Node:
-        """``<value>_<dtype tag> = node.to(dtype)``."""
-        return self.graph.create_node("call_method", "to", (node, dtype), {},
-                                      name=f"{value}_{dtype_tag(dtype)}")
-
     def _arg(self, arg: Any, read: Callable[[str], torch.fx.Node] | None = None) -> Any:
         if isinstance(arg, Ref):
             return (read or self.value)(arg.name)
@@ -401,7 +386,7 @@ class ModuleBuilder:
             value = call if single else self.call_function(operator.getitem, (call, i), name=name)
             n = None if keep else self.narrowed.get(name)
             if n is not None:
-                value = self._cast(value, name, n.dtype)
+                value = self.cast(value, name, n.dtype)
             self.define(name, value)
 
     def kernel_call(self, site: KernelSite) -> torch.fx.Node:
@@ -421,19 +406,8 @@ class ModuleBuilder:
         """
         if name in self._values:
             raise GenerationError(f"load-time tensor {name}: the name is taken")
-        self.load_time[name] = (compute, [self._converted.get(s, s) for s in sources])
+        self.load_time[name] = (compute, self.converted_sources(sources))
         return self._add_placeholder(name)
-
-    def convert_at_load(self, name: str) -> torch.fx.Node:
-        """Narrowed parameter ``name`` converted once at load (:func:`fact.narrowing.convert`,
-        as :func:`fact.narrowing.converted_name`): from here on graph value ``name`` is the
-        converted tensor, for every reader and as a source of later load-time tensors."""
-        n = self.narrowed[name]
-        target = converted_name(name, n)
-        node = self.load_time_tensor(target, convert(n.dtype), [name])
-        self._values[name] = node
-        self._converted[name] = target
-        return node
 
     def finish(self, outputs: Sequence[Any]) -> torch.fx.GraphModule:
         """The GraphModule returning ``outputs`` (decoded graph outputs: one value, or a

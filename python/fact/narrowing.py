@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
+import torch.fx
 
-__all__ = ["NARROW_DTYPES", "LAYOUT_OPS", "SHAPE_OPS", "Narrowed", "narrowed_values",
+__all__ = ["NARROW_DTYPES", "LAYOUT_OPS", "SHAPE_OPS", "Narrowed", "NarrowingBuilder", "narrowed_values",
            "stored_types", "keeps_stored", "convert", "dtype_tag", "converted_name",
            "narrowed_fallback", "narrowed_summary"]
 
@@ -77,6 +78,56 @@ def dtype_tag(dtype: torch.dtype) -> str:
 def converted_name(value: str, narrowed: Narrowed) -> str:
     """The load-time tensor a narrowed parameter is converted into: ``fact_bf16_<value>``."""
     return f"fact_{dtype_tag(narrowed.dtype)}_{value}"
+
+
+class NarrowingBuilder:
+    """The narrowing part of :class:`fact.module_gen.ModuleBuilder` (which it is a base of:
+    it uses the builder's ``graph``, ``value``, ``load_time_tensor`` and value table).
+
+    Attributes:
+        narrowed: value -> :class:`Narrowed`; each such value is held in its narrow dtype
+            wherever the builder defines it.
+    """
+
+    graph: torch.fx.Graph
+    _values: dict[str, torch.fx.Node]
+    value: Callable[[str], torch.fx.Node]
+    load_time_tensor: Callable[..., torch.fx.Node]
+
+    def _init_narrowing(self, narrowed: Mapping[str, Narrowed] | None) -> None:
+        self.narrowed: dict[str, Narrowed] = dict(narrowed or {})
+        self._widened: dict[str, torch.fx.Node] = {}  # narrowed value -> cast back, made once
+        self._converted: dict[str, str] = {}  # narrowed parameter -> its load-time tensor
+
+    def cast(self, node: torch.fx.Node, value: str, dtype: torch.dtype) -> torch.fx.Node:
+        """``<value>_<dtype tag> = node.to(dtype)`` in the graph being written."""
+        return self.graph.create_node("call_method", "to", (node, dtype), {},
+                                      name=f"{value}_{dtype_tag(dtype)}")
+
+    def widened(self, name: str) -> torch.fx.Node:
+        """Graph value ``name`` in its graph dtype: its FX node, or for a narrowed value that
+        node cast back (``linear_f32 = linear.to(torch.float32)``, exact), made once."""
+        n = self.narrowed.get(name)
+        if n is None:
+            return self.value(name)
+        if name not in self._widened:
+            self._widened[name] = self.cast(self.value(name), name, n.graph_dtype)
+        return self._widened[name]
+
+    def convert_at_load(self, name: str) -> torch.fx.Node:
+        """Narrowed parameter ``name`` converted once at load (:func:`convert`, as
+        :func:`converted_name`): from here on graph value ``name`` is the converted tensor,
+        for every reader and as a source of later load-time tensors."""
+        n = self.narrowed[name]
+        target = converted_name(name, n)
+        node = self.load_time_tensor(target, convert(n.dtype), [name])
+        self._values[name] = node
+        self._converted[name] = target
+        return node
+
+    def converted_sources(self, sources: Sequence[str]) -> list[str]:
+        """Load-time sources with each narrowed parameter replaced by its converted tensor."""
+        return [self._converted.get(s, s) for s in sources]
 
 
 def narrowed_values(graph: Mapping, entries: Sequence[Mapping] | None) -> dict[str, Narrowed]:
