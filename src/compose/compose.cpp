@@ -164,6 +164,12 @@ Composition compose_documents(const json& plan, const json& realized, std::vecto
     for (const auto& f : plan.value("fallback", json::array()))
       if (f.contains("same_as")) dropped.push_back(json{{"node", f.at("node")}, {"same_as", f.at("same_as")}});
     manifest["dropped"] = dropped;
+    // Values stored in bf16 (docs/05-composition.md, "Narrowed values"); absent when none.
+    if (plan.contains("narrowed") && !plan.at("narrowed").empty()) {
+      json narrowed = json::array();
+      for (const auto& v : plan.at("narrowed")) narrowed.push_back(json{{"value", v.at("value")}, {"dtype", v.at("dtype")}});
+      manifest["narrowed"] = narrowed;
+    }
     std::string report = render_report(plan, realized, manifest);
     return {std::move(manifest), std::move(report)};
   } catch (const json::exception& e) {

@@ -51,6 +51,14 @@ struct FallbackNode {
   std::optional<std::string> same_as;  // set only for nodes the canonical form dropped
 };
 
+/// A value stored in a narrower dtype than the graph's (discover/narrow.h): every reader
+/// rounds it to that dtype anyway.
+struct NarrowedValue {
+  std::string value;   // a node output or parameter of the graph
+  std::string dtype;   // torch name: "bfloat16"
+  std::string reason;  // who reads it, or which value it is a view of
+};
+
 struct Plan {
   std::string graph;
   Precision precision = Precision::tf32;
@@ -60,6 +68,7 @@ struct Plan {
   std::vector<Pattern> patterns;  // priority order
   std::vector<RejectedNode> rejected;  // graph order
   std::vector<FallbackNode> fallback;  // graph order
+  std::vector<NarrowedValue> narrowed;  // graph order of their producers (parameters first)
 };
 
 /// Runs every rule over every node of the canonical graph (discover/canonical/canonical.h),

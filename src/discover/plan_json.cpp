@@ -50,6 +50,12 @@ nlohmann::ordered_json plan_to_json(const Plan& plan) {
   out["patterns"] = std::move(patterns);
   out["rejected"] = std::move(rejected);
   out["fallback"] = std::move(fallback);
+  if (!plan.narrowed.empty()) {
+    json narrowed = json::array();
+    for (const NarrowedValue& v : plan.narrowed)
+      narrowed.push_back(json{{"value", v.value}, {"dtype", v.dtype}, {"reason", v.reason}});
+    out["narrowed"] = std::move(narrowed);
+  }
   return out;
 }
 

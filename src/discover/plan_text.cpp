@@ -8,6 +8,7 @@
 //     merge-stop p3: reads %x as p1 does, but with layout_b row (p1: col)
 //   rejected mm_1 aten.mm.default gemm: operand a dtype int64: ...
 //   fallback relu aten.relu.default: no rule matches
+//   narrowed %linear bfloat16: read only as bf16 operands (p0.q, p0.k, p0.v): written in bf16
 #include <fmt/format.h>
 
 #include "discover/plan.h"
@@ -75,6 +76,7 @@ std::string plan_to_text(const Plan& plan) {
     out += fmt::format("rejected {} {} {}: {}\n", r.node, r.op, r.rule, r.reason);
   for (const FallbackNode& f : plan.fallback)
     out += fmt::format("fallback {} {}: {}\n", f.node, f.op, f.reason);
+  for (const NarrowedValue& v : plan.narrowed) out += fmt::format("narrowed %{} {}: {}\n", v.value, v.dtype, v.reason);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "discover/canonical/canonical.h"
 #include "discover/canonical/passes.h"
 #include "discover/plan.h"
+#include "discover/narrow.h"
 
 namespace fact::discover {
 namespace {
@@ -210,6 +211,8 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
                              : canonical::is_view_op(node.op) ? std::string(kFreeView)
                                                               : "no rule matches"});
   }
+  // 3b. Values every reader rounds to bf16 anyway are stored in bf16 (discover/narrow.h).
+  narrow_values(index, rules, plan);
   // 4. The nodes the canonical form dropped: into the pattern they sit inside, or fallback.
   restore_dropped(exported, canonical, plan);
   return plan;

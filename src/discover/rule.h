@@ -17,6 +17,7 @@
 namespace fact::discover {
 
 struct Plan;
+struct Pattern;
 
 /// A rule's match of one subgraph: the kernel problem it stands for.
 struct Match {
@@ -72,6 +73,15 @@ struct Rule {
   /// epilogues are found (make_plan, step 2c). Merged patterns' nodes join the first; a near
   /// miss is written into the pattern's merge_stop. nullptr: the rule merges nothing.
   void (*merge)(const graph::GraphIndex& graph, Plan& plan) = nullptr;
+  /// Narrowing (discover/narrow.h): the groups of the pattern's operand roles that its
+  /// kernel reads rounded to bf16 under `precision` (fp32 values under bf16), each
+  /// narrowed as a whole or not at all; the role "" is the pattern's output (its fused
+  /// tail's, when it has one), which the kernel can then write in bf16. nullptr or no
+  /// group: the rule's patterns narrow nothing.
+  std::vector<std::vector<std::string>> (*narrow_groups)(const Pattern& p, Precision precision) = nullptr;
+  /// Rewrites `p.problem` for one narrowed group of narrow_groups(p): its operands' and,
+  /// with "", its output's dtype become bf16.
+  void (*narrow)(Pattern& p, const std::vector<std::string>& roles) = nullptr;
 };
 
 }  // namespace fact::discover

@@ -97,17 +97,20 @@ void convert_to_double(const void* src, DType d, double* dst, int64_t count, cud
   FACT_CUDA_LAUNCH();
 }
 
-void broadcast_rows(void* out, bool out_double, const void* bias, DType d, int64_t l, int64_t m,
+void broadcast_rows(void* out, bool out_double, const void* bias, DType d, DType bias_d, int64_t l, int64_t m,
                     int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream) {
-  dispatch(d, [&](auto tag) {
-    using T = decltype(tag);
+  dispatch(bias_d, [&](auto bias_tag) {
+    using B = decltype(bias_tag);
     if (out_double) {
-      broadcast_kernel<double, T><<<blocks_for(l * m * n), kThreads, 0, stream>>>(
-          static_cast<double*>(out), static_cast<const T*>(bias), l, m, n, ldd, bsd);
-    } else {
-      broadcast_kernel<T, T><<<blocks_for(l * m * n), kThreads, 0, stream>>>(
-          static_cast<T*>(out), static_cast<const T*>(bias), l, m, n, ldd, bsd);
+      broadcast_kernel<double, B><<<blocks_for(l * m * n), kThreads, 0, stream>>>(
+          static_cast<double*>(out), static_cast<const B*>(bias), l, m, n, ldd, bsd);
+      return;
     }
+    dispatch(d, [&](auto tag) {
+      using T = decltype(tag);
+      broadcast_kernel<T, B><<<blocks_for(l * m * n), kThreads, 0, stream>>>(
+          static_cast<T*>(out), static_cast<const B*>(bias), l, m, n, ldd, bsd);
+    });
   });
   FACT_CUDA_LAUNCH();
 }

@@ -20,10 +20,10 @@ void fill_random(void* dst, DType d, int64_t count, uint64_t seed, Distribution 
 /// dst[i] = double(src[i]) for `count` elements of dtype `d`.
 void convert_to_double(const void* src, DType d, double* dst, int64_t count, cudaStream_t stream);
 
-/// Writes bias[j] (dtype `d`, length n) or 0 when bias is null into every logical element
-/// (b, i, j) of a row-major L x M x N matrix with leading stride ldd and batch stride bsd.
-/// `out_double` selects a float64 destination, else one of dtype `d`.
-void broadcast_rows(void* out, bool out_double, const void* bias, DType d, int64_t l,
+/// Writes bias[j] (dtype `bias_d`, length n) or 0 when bias is null into every logical
+/// element (b, i, j) of a row-major L x M x N matrix with leading stride ldd and batch
+/// stride bsd. `out_double` selects a float64 destination, else one of dtype `d`.
+void broadcast_rows(void* out, bool out_double, const void* bias, DType d, DType bias_d, int64_t l,
                     int64_t m, int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream);
 
 /// Keeps the GPU busy for `microseconds` (one thread spinning on %globaltimer). Launched

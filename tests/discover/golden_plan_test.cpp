@@ -24,5 +24,26 @@ TEST_P(PlanGolden, PlanTextMatches) {
 INSTANTIATE_TEST_SUITE_P(Files, PlanGolden, testing::ValuesIn(test::golden_stems(kDir, ".txt")),
                          test::param_name);
 
+// The same graphs under the bf16 policy, for those with a <name>.bf16.plan: what changes is
+// which values are narrowed to bf16 (discover/narrow.h) and the problems that read and
+// write them.
+class PlanGoldenBf16 : public testing::TestWithParam<std::string> {};
+
+TEST_P(PlanGoldenBf16, PlanTextMatches) {
+  const std::string name = GetParam() + ".txt";
+  graph::Graph g = graph::parse_text(read_file(kDir / name), name);
+  Plan plan = make_plan(g, builtin_rules(), Precision::bf16);
+  test::expect_golden(kDir / (GetParam() + ".bf16.plan"), plan_to_text(plan));
+}
+
+std::vector<std::string> bf16_stems() {
+  std::vector<std::string> out;
+  for (const std::string& stem : test::golden_stems(kDir, ".plan"))  // "<name>.bf16" of <name>.bf16.plan
+    if (stem.size() > 5 && stem.ends_with(".bf16")) out.push_back(stem.substr(0, stem.size() - 5));
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, PlanGoldenBf16, testing::ValuesIn(bf16_stems()), test::param_name);
+
 }  // namespace
 }  // namespace fact::discover

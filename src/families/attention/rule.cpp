@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "discover/plan.h"
 #include "families/attention/match.h"
 #include "families/attention/problem.h"
 #include "families/attention/rule.h"
@@ -280,6 +281,17 @@ MatchResult match_attention(const MatchContext& ctx, const graph::Node& node) {
 
 }  // namespace
 
+namespace {
+// Narrowing (discover/narrow.h): under bf16 the kernel rounds fp32 q, k and v to bf16 as
+// it loads them; all three may arrive in bf16 instead, with O written in bf16 (the
+// problem is then the bf16 one; an additive mask keeps its own dtype).
+std::vector<std::vector<std::string>> attention_narrow_groups(const Pattern& p, Precision precision) {
+  if (precision != Precision::bf16 || p.problem.value("dtype", "") != "float32") return {};
+  return {{"q", "k", "v", ""}};
+}
+void attention_narrow(Pattern& p, const std::vector<std::string>&) { p.problem["dtype"] = "bfloat16"; }
+}  // namespace
+
 Rule attention_rule() {
   return Rule{
       .name = "attention",
@@ -288,6 +300,8 @@ Rule attention_rule() {
       .kernel_family = "attention",
       .tests = "tests/golden/discover/attention_*.txt, tests/python/test_attention_discovery.py",
       .match = &match_attention,
+      .narrow_groups = &attention_narrow_groups,
+      .narrow = &attention_narrow,
   };
 }
 

@@ -42,7 +42,7 @@ class CublasCandidate final : public GemmCandidate {
   void run(const FactGemmArgs& a, GpuContext& gpu) override {
     float beta = 0.0f;
     if (a.bias) {
-      broadcast_rows(a.d, false, a.bias, p_.dtype_d, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
+      broadcast_rows(a.d, false, a.bias, p_.dtype_d, p_.dtype_epi, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
       beta = a.beta;
     }
     const auto map = cublas_mapping(p_);

@@ -58,7 +58,8 @@ std::string render_gemm_sm90(const GemmFamilyKey& f, const GemmConfig& c) {
       {"ELEMENT_IN", cutlass_element(f.element)},
       {"ELEMENT_A", cutlass_element(gemm_operand_element(f))},
       {"ELEMENT_B", cutlass_element(gemm_operand_element(f))},
-      {"ELEMENT_D", cutlass_element(f.element)},
+      {"ELEMENT_D", cutlass_element(gemm_d_element(f))},
+      {"ELEMENT_EPI", cutlass_element(gemm_epi_element(f))},
       // For D^T = B^T A^T: B^T is column-major N x K, A^T is K-major (column-major K x M).
       {"LAYOUT_A", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(a)},
       {"LAYOUT_B", transpose ? cutlass_layout(Layout::Col) : cutlass_layout(b)},

@@ -159,12 +159,19 @@ class GemmFamily final : public Family {
       w->fields["epilogue"] = {{"expr", e.value("expr", "")}, {"nodes", e.value("nodes", json::array())},
                                {"fusable", why_not.empty()}};
       if (!why_not.empty()) w->fields["epilogue"]["reason"] = why_not;
+      // A narrowed output (discover/narrow.h) is the tail's: unfused, the kernel writes its
+      // own output in the tail's input type and the tail's ATen nodes round the result.
+      if (!why_not.empty()) w->problem.dtype_d = w->problem.dtype_epi;
       // What the kernel's tail leaves out or computes otherwise, proven by range (ranges.h).
       std::vector<std::string> ranges;
       if (why_not.empty()) simplify_epilogue_by_range(kernel_tail_tree(w->problem), &ranges);
       if (!ranges.empty()) w->fields["epilogue"]["ranges"] = ranges;
       // The tail as one elementwise kernel over D, for when the vendor GEMM wins.
-      if (why_not.empty()) plan_tail_kernel(*w, requests);
+      if (why_not.empty() && w->problem.dtype_d == w->problem.dtype_epi) plan_tail_kernel(*w, requests);
+      else if (why_not.empty())
+        w->fields["epilogue"]["tail_kernel_reason"] = "D is narrowed to " + to_string(w->problem.dtype_d) +
+                                                       " while the tail reads " + to_string(w->problem.dtype_epi) +
+                                                       ": a vendor winner runs the tail's ATen nodes";
     }
     std::string why;
     const auto families = gemm_families(w->problem, ctx.policy, why);

@@ -59,6 +59,7 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   p.dtype_a = parse_dtype(field<std::string>(j, "dtype_a"));
   p.dtype_b = parse_dtype(field<std::string>(j, "dtype_b"));
   p.dtype_d = parse_dtype(field<std::string>(j, "dtype_d"));
+  p.dtype_epi = j.contains("dtype_epi") ? parse_dtype(field<std::string>(j, "dtype_epi")) : p.dtype_d;
   p.layout_a = parse_layout(field<std::string>(j, "layout_a"), "layout_a");
   p.layout_b = parse_layout(field<std::string>(j, "layout_b"), "layout_b");
   p.lda = field<int64_t>(j, "lda");

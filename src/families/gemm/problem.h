@@ -18,6 +18,9 @@ enum class Layout { Row, Col };
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0, l = 1;
   DType dtype_a = DType::f32, dtype_b = DType::f32, dtype_d = DType::f32;
+  /// The bias's and the fused tail's inputs' element type: dtype_d, unless D is narrowed
+  /// to bf16 while they stay fp32 (the plan's "dtype_epi", discover/narrow.h).
+  DType dtype_epi = DType::f32;
   Layout layout_a = Layout::Row, layout_b = Layout::Row;
   int64_t lda = 0, ldb = 0, ldd = 0;
   int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_d = 0;

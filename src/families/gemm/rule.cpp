@@ -21,6 +21,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/pattern.h"
+#include "discover/plan.h"
 #include "graph/text.h"
 #include "families/gemm/rule.h"
 #include "families/gemm/epilogue/through_views.h"
@@ -324,6 +325,27 @@ MatchResult match_gemm(const MatchContext& ctx, const Node& node) {
   return make_match(ctx, node, std::move(*in));
 }
 
+// Narrowing (discover/narrow.h): under bf16 the kernel rounds fp32 A and B to bf16 in
+// its staging copy, so both may arrive in bf16 instead (together: one element type for
+// the MMA); its epilogue can write D in bf16. Not for merged or SwiGLU GEMMs, whose
+// weights the runtime builds from the fp32 parameters at load.
+std::vector<std::vector<std::string>> gemm_narrow_groups(const Pattern& p, Precision precision) {
+  const auto& pr = p.problem;
+  if (precision != Precision::bf16 || pr.contains("merged") || pr.contains("swiglu")) return {};
+  for (const char* f : {"dtype_a", "dtype_b", "dtype_d"})
+    if (pr.value(f, "") != "float32") return {};
+  std::vector<std::vector<std::string>> groups{{"a", "b"}};
+  if (p.extra_outputs.empty()) groups.push_back({""});
+  return groups;
+}
+
+// The bias and the tail's inputs stay fp32 (dtype_epi); the narrowed roles become bf16.
+void gemm_narrow(Pattern& p, const std::vector<std::string>& roles) {
+  auto& pr = p.problem;
+  if (!pr.contains("dtype_epi")) pr["dtype_epi"] = pr.at("dtype_d");
+  for (const auto& r : roles) pr[r.empty() ? "dtype_d" : "dtype_" + r] = "bfloat16";
+}
+
 }  // namespace
 
 Rule gemm_rule() {
@@ -336,6 +358,8 @@ Rule gemm_rule() {
       .match = &match_gemm,
       .find_tail = &find_epilogue_through_views,
       .merge = &merge_gemms,
+      .narrow_groups = &gemm_narrow_groups,
+      .narrow = &gemm_narrow,
   };
 }
 

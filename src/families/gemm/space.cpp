@@ -48,8 +48,15 @@ int64_t staged_k(const GemmFamilyKey& f, int64_t k) { return staged_k_of(f.split
 namespace {
 // gemm_families without the fused tail.
 std::vector<GemmFamilyKey> gemm_only_families(const GemmProblem& p, Precision policy, std::string& why) {
-  if (p.dtype_a != p.dtype_b || p.dtype_a != p.dtype_d) {
-    why = "mixed operand dtypes";
+  // D (and the bias and tail inputs) may differ from the operands only where a value is
+  // narrowed (discover/narrow.h): bf16/fp16 operands with fp32 D, or fp32 operands under
+  // bf16 (staged to bf16) with bf16 D; the bias and tail inputs fp32 or D's dtype.
+  const bool d_differs = p.dtype_d != p.dtype_a, epi_differs = p.dtype_epi != p.dtype_d;
+  const bool narrowed_d = p.dtype_a == DType::f32 ? policy == Precision::bf16 && p.dtype_d == DType::bf16
+                                                  : p.dtype_d == DType::f32;
+  if (p.dtype_a != p.dtype_b || (d_differs && !narrowed_d) || (epi_differs && p.dtype_epi != DType::f32)) {
+    why = fmt::format("mixed operand dtypes (A {}, B {}, D {}, bias and tail inputs {})", to_string(p.dtype_a),
+                      to_string(p.dtype_b), to_string(p.dtype_d), to_string(p.dtype_epi));
     return {};
   }
   if (p.m == 1 || p.n == 1) {
@@ -71,7 +78,9 @@ std::vector<GemmFamilyKey> gemm_only_families(const GemmProblem& p, Precision po
     why = "bias with a D stride or N that is not 16-byte aligned: the no-TMA epilogue has no bias";
     return {};
   }
-  const GemmFamilyKey base{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n, false, false, 1, !d_aligned};
+  GemmFamilyKey base{"", p.dtype_a, p.layout_a, p.layout_b, p.bias_n, false, false, 1, !d_aligned};
+  if (d_differs) base.element_d = p.dtype_d;
+  if (epi_differs) base.element_epi = p.dtype_epi;
   const bool a_aligned = aligned16(p.lda, p.dtype_a) && aligned16(p.batch_stride_a, p.dtype_a) &&
                          aligned16(a_extent, p.dtype_a);
   const bool b_aligned = aligned16(p.ldb, p.dtype_b) && aligned16(p.batch_stride_b, p.dtype_b) &&
@@ -363,6 +372,9 @@ DType gemm_operand_element(const GemmFamilyKey& f) {
   return DType::f32;
 }
 
+DType gemm_d_element(const GemmFamilyKey& f) { return f.element_d.value_or(f.element); }
+DType gemm_epi_element(const GemmFamilyKey& f) { return f.element_epi.value_or(gemm_d_element(f)); }
+
 bool gemm_transposes_problem(const GemmFamilyKey& f) {
   return dtype_bytes(gemm_operand_element(f)) == 4 && gemm_layout_a(f) == Layout::Row && gemm_layout_b(f) == Layout::Row;
 }
@@ -372,9 +384,15 @@ std::string epilogue_token(const nlohmann::json& tree, const nlohmann::json& bro
 }
 
 namespace {
+std::string dtype_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : to_string(d); }
+
 std::string family_epilogue_token(const GemmFamilyKey& f) {
-  if (!f.epilogue_tree.is_null()) return epilogue_token(f.epilogue_tree, f.epilogue_broadcast);
-  return f.bias_n ? "lincomb-biasn" : "lincomb";
+  std::string t = !f.epilogue_tree.is_null() ? epilogue_token(f.epilogue_tree, f.epilogue_broadcast)
+                  : f.bias_n                 ? "lincomb-biasn"
+                                             : "lincomb";
+  if (f.element_d) t += "-d" + dtype_token(*f.element_d);
+  if (f.element_epi) t += "-e" + dtype_token(*f.element_epi);
+  return t;
 }
 }  // namespace
 

@@ -14,6 +14,10 @@
 // the first 8 hex digits of SHA-256 of its expression tree; "-align1" = D written without TMA).
 // A tuning candidate may add scheduler options chosen at run time, after a '+':
 //   <kernel>+splitk16, <kernel>+swz4, <kernel>+rasterN+swz2.
+// A D element type other than the operands' adds "-d<dtype>" (bf16 operands writing fp32 D,
+// or fp32 operands staged to bf16 writing bf16 D: narrowed values, discover/narrow.h), and
+// a bias/tail input type other than D's "-e<dtype>", e.g. ..._lincomb-biasn-df32 or
+// ..._evt2c11607a-dbf16-ef32.
 #pragma once
 #include <optional>
 #include <string>
@@ -50,6 +54,9 @@ struct GemmFamilyKey {
   /// A fused elementwise tail (discovery's epilogue "tree" and input "broadcast"), or null:
   /// the kernel's epilogue is then generated as an EVT (evt_codegen.h).
   nlohmann::json epilogue_tree = nullptr, epilogue_broadcast = nullptr;
+  /// D's element type when it is not `element`, and the bias's and tail inputs' when it is
+  /// not D's (gemm_d_element, gemm_epi_element).
+  std::optional<DType> element_d, element_epi;
 
   bool operator==(const GemmFamilyKey&) const = default;
 };
@@ -125,6 +132,11 @@ std::string split_candidate_name(const std::string& candidate, GemmRuntime& runt
 /// The element type the GEMM's MMA reads: bf16 for mma "bf16" (fp32 inputs are rounded to
 /// it while staged), fp16 for "f16", else fp32 (tf32 and 3xTF32 read fp32 bits).
 DType gemm_operand_element(const GemmFamilyKey& family);
+
+/// D's element type: element_d, else the caller's element.
+DType gemm_d_element(const GemmFamilyKey& family);
+/// The bias's and the tail inputs' element type: element_epi, else D's.
+DType gemm_epi_element(const GemmFamilyKey& family);
 
 /// True when the kernel computes D^T = B^T A^T instead of D: 4-byte (tf32) operands with A
 /// row-major (K-major) and B row-major (N-major) as the GEMM reads them (after staging). tf32 WGMMA reads K-major shared memory

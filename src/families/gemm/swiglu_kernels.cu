@@ -3,6 +3,7 @@
 #include "engine/cuda_check.h"
 #include "engine/device_buffer.h"
 #include "engine/device_util.cuh"
+#include "families/gemm/swiglu_bound.h"
 #include "families/gemm/swiglu_layout.h"
 
 namespace fact::realize {
@@ -37,12 +38,11 @@ __global__ void compare_kernel(const T* d, int64_t ldd, const double* acc64, int
        e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t i = e / hidden, j = e % hidden, c = swiglu_gate_column(j);
     const double g = acc64[i * 2 * hidden + c], u = acc64[i * 2 * hidden + c + kSwigluInterleave];
-    const double s = 1.0 / (1.0 + exp(-g)), silu = g * s, ref = silu * u;
+    const double ref = g / (1.0 + exp(-g)) * u;
     const double v = to_double(d[i * ldd + j]);
     const double err = sum.add(v, ref, first);
     if (err < 0) continue;
-    // d silu / dg = s (1 + g (1 - s)); D rounds once, the fp32 arithmetic a few ulps.
-    const double bound = delta * (fabs(s * (1.0 + g * (1.0 - s))) * fabs(u) + fabs(silu)) + 2.0 * out_unit * fabs(ref);
+    const double bound = swiglu_error_bound(g, u, delta, out_unit);
     if (err > bound) {
       ++sum.over_bound;
       if (atomicCAS(&stats->witness_taken, 0u, 1u) == 0u) {

@@ -21,9 +21,8 @@ double max_abs_device(const double* x, int64_t count, cudaStream_t stream);
 
 /// Compares a kernel's D (dtype `dt`, m x hidden, row stride ldd) with the float64
 /// reference silu(g)·u of acc64 (m x 2*hidden, contiguous, interleaved). Each element must
-/// lie within delta·(|silu'(g)|·|u| + |silu(g)|) + 2·out_unit·|ref| of it, delta being the
-/// GEMM's bound on |g| and |u| (tolerance x max |acc|): first-order error propagation of
-/// silu(g)·u, plus D's rounding. Accumulates into *stats_device (zeroed here) as
+/// lie within swiglu_error_bound(g, u, delta, out_unit) of it (swiglu_bound.h), delta being
+/// the GEMM's bound on the error of g and u (tolerance x max |acc|). Accumulates into *stats_device (zeroed here) as
 /// compare_to_reference does, with over_bound and a witness (its flat index i * hidden + j,
 /// witness_acc = g).
 void swiglu_compare(const void* d, DType dt, int64_t ldd, const double* acc64, int64_t m, int64_t hidden,

@@ -83,7 +83,7 @@ std::vector<CandidateOutcome> verify_and_tune_swiglu(const SwigluProblem& p, Pre
     fill_random(b.get(), g.dtype_b, int64_t(eb), ++seed, draw.dist, draw.scale, s);
     convert_to_double(a.get(), g.dtype_a, a64.as<double>(), int64_t(ea), s);
     convert_to_double(b.get(), g.dtype_b, b64.as<double>(), int64_t(eb), s);
-    broadcast_rows(acc64.get(), true, nullptr, g.dtype_d, 1, g.m, g.n, g.n, 0, s);
+    broadcast_rows(acc64.get(), true, nullptr, g.dtype_d, g.dtype_d, 1, g.m, g.n, g.n, 0, s);
     reference_gemm(g, a64.as<double>(), b64.as<double>(), acc64.as<double>(), gpu);
     const double delta = tol * max_abs_device(acc64.as<double>(), int64_t(eacc), s);
     draws.push_back({{"draw", draw.name}, {"scale", draw.scale}, {"informative", true}});

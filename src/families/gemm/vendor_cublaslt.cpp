@@ -41,7 +41,7 @@ class CublasLtCandidate final : public GemmCandidate {
     if (use_bias_epilogue_) {
       const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
       FACT_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
-      const cudaDataType_t bias_type = cuda_data_type(p_.dtype_d);
+      const cudaDataType_t bias_type = cuda_data_type(p_.dtype_epi);
       FACT_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
     }
     auto make_layout = [&](cublasLtMatrixLayout_t* l, DType d, int64_t rows, int64_t cols, int64_t ld, int64_t bs) {
@@ -76,7 +76,7 @@ class CublasLtCandidate final : public GemmCandidate {
     if (a.bias && use_bias_epilogue_) {
       FACT_LT(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias));
     } else if (a.bias) {
-      broadcast_rows(a.d, false, a.bias, p_.dtype_d, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
+      broadcast_rows(a.d, false, a.bias, p_.dtype_d, p_.dtype_epi, a.l, a.m, a.n, a.ldd, a.batch_stride_d, gpu.stream());
       beta = a.beta;
     }
     const float alpha = a.alpha;

@@ -63,7 +63,7 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
   const size_t ea = size_t(p.extent_a()), eb = size_t(p.extent_b()), ed = size_t(p.extent_d());
   const size_t ebias = p.bias_n ? size_t(p.n) : 0;
   DeviceBuffer a(ea * dtype_bytes(p.dtype_a)), b(eb * dtype_bytes(p.dtype_b)),
-      d(ed * dtype_bytes(p.dtype_d)), bias(std::max<size_t>(ebias, 1) * dtype_bytes(p.dtype_d));
+      d(ed * dtype_bytes(p.dtype_d)), bias(std::max<size_t>(ebias, 1) * dtype_bytes(p.dtype_epi));
   DeviceBuffer a64(ea * 8), b64(eb * 8), d64(ed * 8);
   DeviceBuffer stats_dev(sizeof(CompareStats));
   FactGemmArgs args = make_gemm_args(p, a.get(), b.get(), p.bias_n ? bias.get() : nullptr, d.get());
@@ -86,12 +86,12 @@ std::vector<CandidateOutcome> verify_and_tune(const GemmProblem& p, Precision po
     // Fresh inputs for every draw; the reference is computed once per draw.
     fill_random(a.get(), p.dtype_a, int64_t(ea), ++seed, draw.dist, draw.scale, s);
     fill_random(b.get(), p.dtype_b, int64_t(eb), ++seed, draw.dist, draw.scale, s);
-    if (p.bias_n) fill_random(bias.get(), p.dtype_d, p.n, ++seed, draw.dist, draw.scale * std::sqrt(double(p.k)), s);
+    if (p.bias_n) fill_random(bias.get(), p.dtype_epi, p.n, ++seed, draw.dist, draw.scale * std::sqrt(double(p.k)), s);
     // A tail's inputs at the scale of acc, so that adding them moves it across breakpoints.
     if (tail) tail->fill(++seed, draw.scale * draw.scale * std::sqrt(double(p.k)), s);
     convert_to_double(a.get(), p.dtype_a, a64.as<double>(), int64_t(ea), s);
     convert_to_double(b.get(), p.dtype_b, b64.as<double>(), int64_t(eb), s);
-    broadcast_rows(d64.get(), true, p.bias_n ? bias.get() : nullptr, p.dtype_d, p.l, p.m, p.n,
+    broadcast_rows(d64.get(), true, p.bias_n ? bias.get() : nullptr, p.dtype_d, p.dtype_epi, p.l, p.m, p.n,
                    p.ldd, p.batch_stride_d, s);
     reference_gemm(p, a64.as<double>(), b64.as<double>(), d64.as<double>(), gpu);
     gpu.sync();

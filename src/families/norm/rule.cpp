@@ -15,6 +15,7 @@
 // Family   norm (src/families/norm/abi.h).
 // Tests    tests/golden/discover/norm_*.txt -> *.plan, tests/python/test_block_examples.py.
 #include "families/norm/rule.h"
+#include "discover/plan.h"
 
 #include <set>
 
@@ -170,6 +171,16 @@ MatchResult match_norm(const MatchContext& ctx, const graph::Node& node) {
 
 }  // namespace
 
+namespace {
+// Narrowing (discover/narrow.h): the kernel computes in fp32 and can write its output in
+// bf16 (out_dtype), rounded as a bf16 reader would round it.
+std::vector<std::vector<std::string>> norm_narrow_groups(const Pattern& p, Precision precision) {
+  if (precision != Precision::bf16 || p.problem.value("out_dtype", "") != "float32") return {};
+  return {{""}};
+}
+void norm_narrow(Pattern& p, const std::vector<std::string>&) { p.problem["out_dtype"] = "bfloat16"; }
+}  // namespace
+
 Rule norm_rule() {
   return Rule{
       .name = "norm",
@@ -178,6 +189,8 @@ Rule norm_rule() {
       .kernel_family = "norm",
       .tests = "tests/golden/discover/norm_*.txt, tests/python/test_block_examples.py",
       .match = &match_norm,
+      .narrow_groups = &norm_narrow_groups,
+      .narrow = &norm_narrow,
   };
 }
 

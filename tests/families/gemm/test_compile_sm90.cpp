@@ -93,3 +93,18 @@ TEST(CompileSm90, Fp32UnderBf16StagedWithFusedTailBuildsWithoutC7510) {
   expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
 }
 
+TEST(CompileSm90, NarrowedBf16DWithFp32BiasBuildsWithoutC7510) {
+  if (const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS"); skip && *skip == '1') {
+    GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
+  }
+  // MiniGPT's c_fc with its values narrowed (discover/narrow.h): bf16 operands as given,
+  // the fp32 bias and NewGELU in the EVT, D written in bf16 for the next GEMM.
+  GemmFamilyKey f{"bf16", DType::bf16, Layout::Row, Layout::Col, true};
+  f.element_epi = DType::f32;
+  f.epilogue_tree = nlohmann::json::parse(
+      R"({"op": "gelu_tanh", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}]})");
+  f.epilogue_broadcast = {{"bias", "n"}};
+  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  const std::vector<BuildRequest> reqs{{gemm_kernel_name(f, cfg), render_gemm_sm90(f, cfg)}};
+  expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
+}

@@ -130,6 +130,45 @@ TEST(GemmFamily, Fp32UnderBf16StagesBothOperandsAsBf16) {
   EXPECT_FALSE(fs[0].stage_a || fs[0].stage_b);
 }
 
+TEST(GemmFamily, NarrowedValuesGiveBf16OperandsOrDWithFp32BiasAndTail) {
+  // MiniGPT's attention projection with its input and weight narrowed to bf16
+  // (discover/narrow.h): bf16 operands as given, D, the bias and the residual in fp32.
+  GemmProblem p = with_layouts(square_f32(768), Layout::Row, Layout::Col);
+  p.m = 65536;
+  p.bias_n = true;
+  p.dtype_a = p.dtype_b = DType::bf16;
+  std::string why;
+  auto fs = gemm_families(p, Precision::bf16, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_EQ(fs[0].mma, "bf16");
+  EXPECT_FALSE(fs[0].stage_a || fs[0].stage_b);
+  EXPECT_EQ(gemm_d_element(fs[0]), DType::f32);
+  EXPECT_EQ(gemm_epi_element(fs[0]), DType::f32);
+  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  EXPECT_EQ(gemm_kernel_name(fs[0], cfg), "cutlass3x_sm90a_bf16_rcr_128x256x64_1x1x1_coop_persistent_lincomb-biasn-df32");
+  const std::string src = render_gemm_sm90(fs[0], cfg);
+  EXPECT_NE(src.find("using ElementD = float;"), std::string::npos);
+  EXPECT_NE(src.find("using ElementEpi = float;"), std::string::npos);
+  EXPECT_NE(src.find("using ElementA = cutlass::bfloat16_t;"), std::string::npos);
+  // BERT's q projection: fp32 operands staged to bf16, D narrowed to bf16, the bias fp32.
+  GemmProblem q = with_layouts(square_f32(768), Layout::Row, Layout::Col);
+  q.bias_n = true;
+  q.dtype_d = DType::bf16;
+  fs = gemm_families(q, Precision::bf16, why);
+  ASSERT_EQ(fs.size(), 1u) << why;
+  EXPECT_TRUE(fs[0].stage_a && fs[0].stage_b);
+  EXPECT_EQ(gemm_d_element(fs[0]), DType::bf16);
+  EXPECT_EQ(gemm_epi_element(fs[0]), DType::f32);
+  EXPECT_EQ(gemm_kernel_name(fs[0], cfg), "cutlass3x_sm90a_bf16_rcr-stAB_128x256x64_1x1x1_coop_persistent_lincomb-biasn-dbf16-ef32");
+  // Not a narrowing: fp32 operands with a bf16 D under tf32, and A and B of two dtypes.
+  EXPECT_TRUE(gemm_families(q, Precision::tf32, why).empty());
+  EXPECT_NE(why.find("mixed operand dtypes"), std::string::npos) << why;
+  GemmProblem mixed = p;
+  mixed.dtype_b = DType::f32;
+  EXPECT_TRUE(gemm_families(mixed, Precision::bf16, why).empty());
+  EXPECT_NE(why.find("A bfloat16, B float32"), std::string::npos) << why;
+}
+
 TEST(GemmSpace, Bf16StagedKernelsRankAtTheBf16PeakWithTheirStagingCost) {
   // tile K is 64 (128 bytes of bf16); the estimate is faster than tf32's on a compute-bound
   // problem (the bf16 peak is twice tf32's) and slower than a bf16-input kernel's (staging).

@@ -133,9 +133,9 @@ struct Emitter {
       if (slot >= 0) input_mask |= 1u << slot;
       if (kind == "mn") {
         tensor_mask |= 1u << slot;
-        return {"EvtTensor", fmt::format("{{static_cast<const ElementD*>({}), ElementD(0), aux_stride(p.epi_ld[{}], p.epi_batch_stride[{}])}}", ptr, slot, slot)};
+        return {"EvtTensor", fmt::format("{{static_cast<const ElementEpi*>({}), ElementEpi(0), aux_stride(p.epi_ld[{}], p.epi_batch_stride[{}])}}", ptr, slot, slot)};
       }
-      return {kind == "n" ? "EvtRowVector" : "EvtColVector", fmt::format("{{static_cast<const ElementD*>({})}}", ptr)};
+      return {kind == "n" ? "EvtRowVector" : "EvtColVector", fmt::format("{{static_cast<const ElementEpi*>({})}}", ptr)};
     }
     const std::string name = t.at("op");
     const std::string fn = functor_name(name);
@@ -203,15 +203,15 @@ EvtSource render_evt(const json& tree, const json& broadcast) {
   d += R"(using EvtAcc = cutlass::epilogue::fusion::Sm90AccFetch;
 using EvtScalar = cutlass::epilogue::fusion::Sm90ScalarBroadcast<ElementCompute>;
 // Vectors along N and along M: swapped when the kernel computes the transposed problem D^T.
-using EvtNVector = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, ElementD, ElementCompute>;
-using EvtMVector = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, ElementD, ElementCompute>;
+using EvtNVector = cutlass::epilogue::fusion::Sm90RowBroadcast<0, TileShape, ElementEpi, ElementCompute>;
+using EvtMVector = cutlass::epilogue::fusion::Sm90ColBroadcast<0, TileShape, ElementEpi, ElementCompute>;
 using EvtRowVector = cute::conditional_t<kSwapAB, EvtMVector, EvtNVector>;
 using EvtColVector = cute::conditional_t<kSwapAB, EvtNVector, EvtMVector>;
 // A tensor of D's shape (N contiguous), read from global memory in 16-byte vectors.
 using EvtTensorStride = cute::conditional_t<kSwapAB, cute::Stride<cute::_1, int64_t, int64_t>,
                                             cute::Stride<int64_t, cute::_1, int64_t>>;
-using EvtTensor = cutlass::epilogue::fusion::Sm90AuxLoad<0, void, ElementD, EvtTensorStride, void, void,
-                                                         16 / int(sizeof(ElementD)), false>;
+using EvtTensor = cutlass::epilogue::fusion::Sm90AuxLoad<0, void, ElementEpi, EvtTensorStride, void, void,
+                                                         16 / int(sizeof(ElementEpi)), false>;
 [[maybe_unused]] EvtTensorStride aux_stride(int64_t ld, int64_t batch_stride) {
   EvtTensorStride s{};
   cute::get<kSwapAB ? 1 : 0>(s) = ld;
@@ -233,8 +233,8 @@ EvtSource plain_fusion() {
   return {R"(// D = alpha * acc (+ bias along N). No C operand is read (ElementC = void).
 constexpr unsigned kEpiInputMask = 0u, kEpiTensorMask = 0u;
 using BiasOp = cute::conditional_t<kSwapAB,
-    cutlass::epilogue::fusion::LinCombPerRowBias<ElementD, ElementCompute, ElementD, ElementD, ElementCompute>,
-    cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementD, ElementD, ElementCompute>>;
+    cutlass::epilogue::fusion::LinCombPerRowBias<ElementD, ElementCompute, ElementEpi, ElementD, ElementCompute>,
+    cutlass::epilogue::fusion::LinCombPerColBias<ElementD, ElementCompute, ElementEpi, ElementD, ElementCompute>>;
 // The no-smem epilogue's builder matches LinearCombination with the void C it is given.
 using PlainOp = cute::conditional_t<kTmaEpilogue,
     cutlass::epilogue::fusion::LinearCombination<ElementD, ElementCompute, ElementD, ElementCompute>,

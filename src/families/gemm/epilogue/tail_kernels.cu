@@ -131,7 +131,7 @@ __global__ void compare_tail_kernel(const T* d, const double* acc64, EpiloguePro
 // instruction sequence), and the program runs out of registers.
 constexpr int kTailColumns = 4;
 
-template <class T>
+template <class T, class E>
 __global__ void apply_tail_kernel(T* d, EpilogueProgram prog_param, TailInputs in_param, int64_t l, int64_t m, int64_t n,
                                   int64_t ldd, int64_t bsd) {
   STAGE_PROGRAM_IN_SHARED_MEMORY();
@@ -144,7 +144,7 @@ __global__ void apply_tail_kernel(T* d, EpilogueProgram prog_param, TailInputs i
     for (int c = 0; c < kTailColumns; ++c) {
       const int64_t j = j0 + c;
       if (j >= n) break;
-      gather<float, T>(in, b, i, j, x);
+      gather<float, E>(in, b, i, j, x);
       out[j] = from_double<T>(double(eval_epilogue<float>(prog, float(to_double(out[j])), x)));
     }
   }
@@ -173,13 +173,16 @@ void compare_to_tail_reference(const void* d, DType dtype, const double* acc64, 
   FACT_CUDA_LAUNCH();
 }
 
-void apply_tail(void* d, DType dtype, const EpilogueProgram& prog, const TailInputs& inputs, int64_t l, int64_t m,
-                int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream) {
+void apply_tail(void* d, DType dtype, DType in_dtype, const EpilogueProgram& prog, const TailInputs& inputs, int64_t l,
+                int64_t m, int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream) {
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t per_block = int64_t(kThreads) * kTailColumns;
-    const dim3 grid(unsigned((n + per_block - 1) / per_block), unsigned(std::min<int64_t>(l * m, 65535)));
-    apply_tail_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<T*>(d), prog, inputs, l, m, n, ldd, bsd);
+    dispatch(in_dtype, [&](auto in_tag) {
+      using E = decltype(in_tag);
+      const int64_t per_block = int64_t(kThreads) * kTailColumns;
+      const dim3 grid(unsigned((n + per_block - 1) / per_block), unsigned(std::min<int64_t>(l * m, 65535)));
+      apply_tail_kernel<T, E><<<grid, kThreads, 0, stream>>>(static_cast<T*>(d), prog, inputs, l, m, n, ldd, bsd);
+    });
   });
   FACT_CUDA_LAUNCH();
 }

@@ -53,9 +53,10 @@ void compare_to_tail_reference(const void* d, DType dtype, const double* acc64, 
                                const TailInputs& inputs64, double delta, double out_unit, int64_t l, int64_t m, int64_t n,
                                int64_t ldd, int64_t bsd, CompareStats* stats_device, cudaStream_t stream);
 
-/// In place d = tail(d), computed in fp32 with inputs of d's dtype: the elementwise pass a
-/// vendor GEMM needs to produce what a fused kernel produces.
-void apply_tail(void* d, DType dtype, const EpilogueProgram& prog, const TailInputs& inputs, int64_t l,
+/// In place d = tail(d), computed in fp32 with inputs of dtype `in_dtype` (d's, or fp32
+/// when D is narrowed): the elementwise pass a vendor GEMM needs to produce what a fused
+/// kernel produces.
+void apply_tail(void* d, DType dtype, DType in_dtype, const EpilogueProgram& prog, const TailInputs& inputs, int64_t l,
                 int64_t m, int64_t n, int64_t ldd, int64_t bsd, cudaStream_t stream);
 
 }  // namespace fact::realize

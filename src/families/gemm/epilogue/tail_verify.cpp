@@ -41,7 +41,7 @@ TailCheck::TailCheck(const GemmProblem& p)
   for (int s = 0; s < 4; ++s) {
     if (in_.kind[s] == TailInputKind::none) continue;
     const int64_t count = elements(p, in_.kind[s]);
-    buffers_.emplace_back(size_t(count) * dtype_bytes(p.dtype_d));
+    buffers_.emplace_back(size_t(count) * dtype_bytes(p.dtype_epi));
     in_.ptr[s] = buffers_.back().get();
     buffers_.emplace_back(size_t(count) * sizeof(double));
     in64_.ptr[s] = buffers_.back().get();
@@ -64,8 +64,8 @@ void TailCheck::fill(uint64_t seed, double scale, cudaStream_t stream) {
   for (int s = 0; s < 4; ++s) {
     if (in_.kind[s] == TailInputKind::none) continue;
     const int64_t count = elements(p_, in_.kind[s]);
-    fill_random(const_cast<void*>(in_.ptr[s]), p_.dtype_d, count, seed + 977 * uint64_t(s), Distribution::Normal, scale, stream);
-    convert_to_double(in_.ptr[s], p_.dtype_d, static_cast<double*>(const_cast<void*>(in64_.ptr[s])), count, stream);
+    fill_random(const_cast<void*>(in_.ptr[s]), p_.dtype_epi, count, seed + 977 * uint64_t(s), Distribution::Normal, scale, stream);
+    convert_to_double(in_.ptr[s], p_.dtype_epi, static_cast<double*>(const_cast<void*>(in64_.ptr[s])), count, stream);
   }
 }
 
@@ -93,7 +93,7 @@ void TailCheck::compare(const void* d, const double* acc64, double delta, double
 }
 
 void TailCheck::apply(void* d, cudaStream_t stream) const {
-  apply_tail(d, p_.dtype_d, prog_, in_, p_.l, p_.m, p_.n, p_.ldd, p_.batch_stride_d, stream);
+  apply_tail(d, p_.dtype_d, p_.dtype_epi, prog_, in_, p_.l, p_.m, p_.n, p_.ldd, p_.batch_stride_d, stream);
 }
 
 std::string TailCheck::unexercised() const {
@@ -161,7 +161,7 @@ class TailPassCandidate final : public GemmCandidate {
       in.ld[s] = args.epi_ld[s];
       in.bs[s] = args.epi_batch_stride[s];
     }
-    apply_tail(args.d, p_.dtype_d, prog_, in, args.l, args.m, args.n, args.ldd, args.batch_stride_d, gpu.stream());
+    apply_tail(args.d, p_.dtype_d, p_.dtype_epi, prog_, in, args.l, args.m, args.n, args.ldd, args.batch_stride_d, gpu.stream());
   }
 
  private:

@@ -65,8 +65,8 @@ TEST(EvtCodegen, ProvenRangesDropNoOpClampsAndBoundErf) {
   EXPECT_EQ(src.declarations.find("erff("), std::string::npos);
   // The argument initializer follows the smaller tree: gelu over tanh over silu over the adds.
   EXPECT_EQ(src.arguments,
-            "  args.epilogue.thread = {{{{{{}, {static_cast<const ElementD*>(p.bias)}, {}}, "
-            "{static_cast<const ElementD*>(p.epi[0])}, {}}, {}}, {}}, {}};\n");
+            "  args.epilogue.thread = {{{{{{}, {static_cast<const ElementEpi*>(p.bias)}, {}}, "
+            "{static_cast<const ElementEpi*>(p.epi[0])}, {}}, {}}, {}}, {}};\n");
   // Near miss: without the tanh, gelu's argument (silu >= -0.28) is unbounded above: erff
   // stays, and so does hardtanh's upper bound; its lower bound goes (gelu >= -0.11 there).
   const auto open = render_evt(op("hardtanh", {op("gelu", {op("silu", {x})}), num(-1.0), num(1.0)}), json{{"c0", "n"}});
@@ -109,9 +109,9 @@ TEST(EvtCodegen, InputsReadTheirOwnSlotsByBroadcastKind) {
                                           json{{"input", "c1"}}}),
                                json{{"input", "c2"}}});
   const auto src = render_evt(tree, json{{"bias", "n"}, {"c0", "n"}, {"c1", "m"}, {"c2", "mn"}});
-  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.bias)}"), std::string::npos) << src.arguments;
-  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.epi[0])}"), std::string::npos);
-  EXPECT_NE(src.arguments.find("{static_cast<const ElementD*>(p.epi[1])}"), std::string::npos);
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementEpi*>(p.bias)}"), std::string::npos) << src.arguments;
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementEpi*>(p.epi[0])}"), std::string::npos);
+  EXPECT_NE(src.arguments.find("{static_cast<const ElementEpi*>(p.epi[1])}"), std::string::npos);
   EXPECT_NE(src.arguments.find("aux_stride(p.epi_ld[2], p.epi_batch_stride[2])"), std::string::npos);
   EXPECT_NE(src.declarations.find("kEpiInputMask = 7u, kEpiTensorMask = 4u"), std::string::npos);
   EXPECT_NE(src.declarations.find("Sm90EVT<EvtCompute<cutlass::plus>, EvtAcc, EvtRowVector>"), std::string::npos)
