@@ -92,7 +92,8 @@ class Narrowing {
           auto gr = group_of_.find({own->second, role});
           if (gr == group_of_.end()) return p.id + " reads %" + v + " as " + role + ", which its kernel does not round to bf16";
           c.groups.insert(gr->second);
-          c.readers.push_back(p.id + "." + role);
+          const std::string reader = p.id + "." + role;
+          if (std::find(c.readers.begin(), c.readers.end(), reader) == c.readers.end()) c.readers.push_back(reader);
           read_as_operand = true;
         }
         if (!read_as_operand) return "%" + u->name + " of " + p.id + " reads %" + v + " outside its operands";

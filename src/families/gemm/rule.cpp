@@ -327,23 +327,28 @@ MatchResult match_gemm(const MatchContext& ctx, const Node& node) {
 
 // Narrowing (discover/narrow.h): under bf16 the kernel rounds fp32 A and B to bf16 in
 // its staging copy, so both may arrive in bf16 instead (together: one element type for
-// the MMA); its epilogue can write D in bf16. Not for merged or SwiGLU GEMMs, whose
-// weights the runtime builds from the fp32 parameters at load.
+// the MMA); its epilogue can write D in bf16. A SwiGLU GEMM (one element type for A, both
+// weights, which the runtime interleaves at load from the narrowed parameters, and D)
+// narrows all of them or none; a merged GEMM, whose members' outputs are views of one D,
+// narrows nothing.
 std::vector<std::vector<std::string>> gemm_narrow_groups(const Pattern& p, Precision precision) {
   const auto& pr = p.problem;
-  if (precision != Precision::bf16 || pr.contains("merged") || pr.contains("swiglu")) return {};
+  if (precision != Precision::bf16 || pr.contains("merged")) return {};
   for (const char* f : {"dtype_a", "dtype_b", "dtype_d"})
     if (pr.value(f, "") != "float32") return {};
+  if (pr.contains("swiglu")) return {{"a", "b", "b1", ""}};
   std::vector<std::vector<std::string>> groups{{"a", "b"}};
   if (p.extra_outputs.empty()) groups.push_back({""});
   return groups;
 }
 
-// The bias and the tail's inputs stay fp32 (dtype_epi); the narrowed roles become bf16.
+// The narrowed roles become bf16 (SwiGLU's second weight b1 is B's); the bias and the
+// tail's inputs stay fp32 (dtype_epi, written only for a GEMM that reads them).
 void gemm_narrow(Pattern& p, const std::vector<std::string>& roles) {
   auto& pr = p.problem;
-  if (!pr.contains("dtype_epi")) pr["dtype_epi"] = pr.at("dtype_d");
-  for (const auto& r : roles) pr[r.empty() ? "dtype_d" : "dtype_" + r] = "bfloat16";
+  const bool reads_epi = pr.value("bias", nlohmann::ordered_json()).is_string() || (p.epilogue && !p.epilogue->inputs.empty());
+  if (reads_epi && !pr.contains("dtype_epi")) pr["dtype_epi"] = pr.at("dtype_d");
+  for (const auto& r : roles) pr[r.empty() ? "dtype_d" : r == "b1" ? "dtype_b" : "dtype_" + r] = "bfloat16";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ std::string render_rope(const std::string& template_text, const RopeKernel& k, c
       {"NAME", rope_kernel_name(k, c)},
       {"ABI", embedded::kRopeAbiHeader},
       {"ELEMENT", cuda_element_name(k.element)},
+      {"ELEMENT_OUT", cuda_element_name(k.out_element.value_or(k.element))},
       {"FORM", k.form == RopeForm::half ? "0" : "1"},
       {"HEAD_DIM", std::to_string(k.head_dim)},
       {"THREADS", std::to_string(c.threads)},

@@ -73,6 +73,14 @@ RopeProblem rope_problem_from_json(const json& j) {
   } catch (const Error&) {
     bad("\"dtype\" " + t.dump() + " is not float32, bfloat16 or float16");
   }
+  p.out_dtype = p.dtype;
+  if (j.contains("out_dtype")) {
+    const json& o = j.at("out_dtype");
+    const std::string name = o.is_string() ? o.get<std::string>() : o.dump();
+    if (name != to_string(p.dtype) && !(p.dtype == DType::f32 && (name == "bfloat16" || name == "float16")))
+      bad("\"out_dtype\" " + o.dump() + " is neither dtype nor bfloat16/float16 with float32 inputs");
+    p.out_dtype = parse_dtype(name);
+  }
   const json& s = field(j, "strides");
   if (!s.is_object()) bad("\"strides\" must be an object");
   p.x = strides(s, "x");

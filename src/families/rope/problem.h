@@ -22,7 +22,9 @@ struct RopeProblem {
   RopeForm form = RopeForm::half;
   std::array<int64_t, 3> dims{1, 1, 1};  // n0, n1, n2: x's shape without its last dim, padded to 3
   int64_t head_dim = 2;                  // the rotated (last) dim, even
-  DType dtype = DType::f32;              // x, cos, sin and out
+  DType dtype = DType::f32;              // x, cos and sin
+  DType out_dtype = DType::f32;          // out: dtype, or bf16 for fp32 x whose output is narrowed
+                                         // (the plan's "out_dtype", discover/narrow.h)
   RopeStrides x{}, cos{}, sin{}, out{};
 
   int64_t rows() const { return dims[0] * dims[1] * dims[2]; }
@@ -40,7 +42,8 @@ std::string rope_form_name(RopeForm f);
 
 /// Reads a plan pattern's "problem" object of kind "rope": form ("half" | "pairs"), dims
 /// (three positive integers), head_dim (a positive even integer), dtype ("float32" |
-/// "bfloat16" | "float16") and strides {"x", "cos", "sin", "out"}: three integers >= 0 each;
+/// "bfloat16" | "float16"), optionally out_dtype (dtype when absent; "bfloat16" or "float16"
+/// with a float32 dtype) and strides {"x", "cos", "sin", "out"}: three integers >= 0 each;
 /// out's must map the [n0, n1, n2, head_dim] elements one to one (no two elements at one
 /// address). Throws fact::Error naming the missing or bad field.
 RopeProblem rope_problem_from_json(const nlohmann::json& j);

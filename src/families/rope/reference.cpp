@@ -10,10 +10,11 @@ namespace fact::realize {
 RopeErrorTerms rope_error_terms(const RopeProblem& p) {
   RopeErrorTerms e{};
   e.u = std::ldexp(1.0, -24);
-  e.u_out = p.dtype == DType::f32 ? std::ldexp(1.0, -24) : p.dtype == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
-  const double subnormal_half = p.dtype == DType::f32 ? std::ldexp(1.0, -150)
-                                : p.dtype == DType::bf16 ? std::ldexp(1.0, -134)
-                                                         : std::ldexp(1.0, -25);
+  const DType o = p.out_dtype;
+  e.u_out = o == DType::f32 ? std::ldexp(1.0, -24) : o == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  const double subnormal_half = o == DType::f32 ? std::ldexp(1.0, -150)
+                                : o == DType::bf16 ? std::ldexp(1.0, -134)
+                                                   : std::ldexp(1.0, -25);
   e.out_abs = subnormal_half + std::ldexp(1.0, -149);
   e.margin = 2.0;
   return e;

@@ -31,6 +31,7 @@
 #include <fmt/ranges.h>
 
 #include "discover/pattern.h"
+#include "discover/plan.h"
 
 namespace fact::discover::rules {
 namespace {
@@ -289,6 +290,16 @@ MatchResult match_rope(const MatchContext& ctx, const Node& node) {
 
 }  // namespace
 
+namespace {
+// Narrowing (discover/narrow.h): the kernel computes in fp32 and can write its output in
+// bf16 (out_dtype), rounded as the bf16 reader (attention) would round it.
+std::vector<std::vector<std::string>> rope_narrow_groups(const Pattern& p, Precision precision) {
+  if (precision != Precision::bf16 || p.problem.value("dtype", "") != "float32" || p.problem.contains("out_dtype")) return {};
+  return {{""}};
+}
+void rope_narrow(Pattern& p, const std::vector<std::string>&) { p.problem["out_dtype"] = "bfloat16"; }
+}  // namespace
+
 Rule rope_rule() {
   return Rule{
       .name = "rope",
@@ -297,6 +308,8 @@ Rule rope_rule() {
       .kernel_family = "rope",
       .tests = "tests/golden/discover/rope_*.txt, tests/python/test_block_examples.py, tests/python/test_hf_layers.py",
       .match = &match_rope,
+      .narrow_groups = &rope_narrow_groups,
+      .narrow = &rope_narrow,
   };
 }
 

@@ -11,7 +11,11 @@
 
 namespace fact::realize {
 
-RopeKernel rope_kernel(const RopeProblem& p) { return {p.form, p.head_dim, p.dtype}; }
+RopeKernel rope_kernel(const RopeProblem& p) {
+  RopeKernel k{p.form, p.head_dim, p.dtype};
+  if (p.out_dtype != p.dtype) k.out_element = p.out_dtype;
+  return k;
+}
 
 int64_t rope_threads_per_row(const RopeKernel& k, const RopeConfig& c) {
   return (k.form == RopeForm::half ? k.head_dim / 2 : k.head_dim) / c.vec;
@@ -60,8 +64,9 @@ std::vector<RopeConfig> rope_tuning_space(const RopeKernel& k, const RopeProblem
 }
 
 std::string rope_kernel_name(const RopeKernel& k, const RopeConfig& c) {
-  return fmt::format("fact_rope_{}_{}_d{}_t{}_v{}", rope_form_name(k.form), graph::short_name(k.element), k.head_dim,
-                     c.threads, c.vec);
+  const std::string out = k.out_element ? "_to_" + std::string(graph::short_name(*k.out_element)) : "";
+  return fmt::format("fact_rope_{}_{}{}_d{}_t{}_v{}", rope_form_name(k.form), graph::short_name(k.element), out,
+                     k.head_dim, c.threads, c.vec);
 }
 
 }  // namespace fact::realize

@@ -9,6 +9,7 @@
 //   fact_rope_<half|pairs>_<f32|bf16|f16>_d<head_dim>_t<THREADS>_v<VEC>
 // (e.g. fact_rope_half_bf16_d128_t256_v8: 16-byte loads of bf16, 8 threads a row).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct RopeKernel {
   RopeForm form;
   int64_t head_dim;
   DType element;
+  std::optional<DType> out_element;  // out's element type when it is not `element`
   bool operator==(const RopeKernel&) const = default;
 };
 

@@ -17,9 +17,9 @@ namespace fact::realize {
 namespace {
 
 // The sampled rows of a tensor with strides `s` at `base`, as floats (row after row).
-std::vector<float> get_rows(const RopeProblem& p, const void* base, const RopeStrides& s,
+std::vector<float> get_rows(const RopeProblem& p, DType dtype, const void* base, const RopeStrides& s,
                             const std::vector<int64_t>& rows, cudaStream_t stream) {
-  const size_t e = dtype_bytes(p.dtype), row_bytes = size_t(p.head_dim) * e;
+  const size_t e = dtype_bytes(dtype), row_bytes = size_t(p.head_dim) * e;
   std::vector<uint8_t> bytes(rows.size() * row_bytes);
   for (size_t i = 0; i < rows.size(); ++i) {
     const char* src = static_cast<const char*>(base) + rope_row_offset(p, s, rows[i]) * int64_t(e);
@@ -27,7 +27,7 @@ std::vector<float> get_rows(const RopeProblem& p, const void* base, const RopeSt
   }
   FACT_CUDA(cudaStreamSynchronize(stream));
   std::vector<float> out(rows.size() * size_t(p.head_dim));
-  for (size_t k = 0; k < out.size(); ++k) out[k] = decode_element(p.dtype, bytes.data(), int64_t(k));
+  for (size_t k = 0; k < out.size(); ++k) out[k] = decode_element(dtype, bytes.data(), int64_t(k));
   return out;
 }
 
@@ -75,7 +75,8 @@ std::vector<CandidateOutcome> verify_and_tune_rope(const RopeProblem& p, std::ve
   cudaStream_t s = gpu.stream();
   const size_t e = dtype_bytes(p.dtype);
   DeviceBuffer x(size_t(p.extent(p.x)) * e), cos(size_t(p.extent(p.cos)) * e), sin(size_t(p.extent(p.sin)) * e);
-  DeviceBuffer out(size_t(p.extent(p.out)) * e);
+  const size_t eo = dtype_bytes(p.out_dtype);
+  DeviceBuffer out(size_t(p.extent(p.out)) * eo);
   const FactRopeArgs args = make_rope_args(p, x.get(), cos.get(), sin.get(), out.get());
   auto fill_all = [&](uint64_t seed, Distribution dist, double x_scale) {
     fill_random(x.get(), p.dtype, p.extent(p.x), seed + 1, dist, x_scale, s);
@@ -93,8 +94,8 @@ std::vector<CandidateOutcome> verify_and_tune_rope(const RopeProblem& p, std::ve
   for (const RopeDraw& draw : rope_draws(p.dtype)) {
     seed += 16;
     fill_all(seed, draw.dist, draw.x_scale);
-    const auto hx = get_rows(p, x.get(), p.x, rows, s), hc = get_rows(p, cos.get(), p.cos, rows, s);
-    const auto hs = get_rows(p, sin.get(), p.sin, rows, s);
+    const auto hx = get_rows(p, p.dtype, x.get(), p.x, rows, s), hc = get_rows(p, p.dtype, cos.get(), p.cos, rows, s);
+    const auto hs = get_rows(p, p.dtype, sin.get(), p.sin, rows, s);
     std::vector<RopeRowReference> ref;
     for (size_t i = 0; i < rows.size(); ++i)
       ref.push_back(rope_reference_row(p, row_of(hx, i, p.head_dim), row_of(hc, i, p.head_dim), row_of(hs, i, p.head_dim)));
@@ -104,14 +105,14 @@ std::vector<CandidateOutcome> verify_and_tune_rope(const RopeProblem& p, std::ve
       gpu.sync();
       double max_rel = 0, bound_rel = 0;
       std::string why =
-          compare_rows(p, ref, get_rows(p, out.get(), p.out, rows, s), max_rel, worst_ratio[i], bound_rel);
+          compare_rows(p, ref, get_rows(p, p.out_dtype, out.get(), p.out, rows, s), max_rel, worst_ratio[i], bound_rel);
       const int64_t extent = p.extent(p.out);
       if (why.empty() && extent <= (int64_t(1) << 24) && extent == p.rows() * p.head_dim) {
-        std::vector<uint8_t> all(size_t(extent) * e);
+        std::vector<uint8_t> all(size_t(extent) * eo);
         FACT_CUDA(cudaMemcpyAsync(all.data(), out.get(), all.size(), cudaMemcpyDeviceToHost, s));
         gpu.sync();
         int64_t unwritten = 0;
-        for (int64_t k = 0; k < extent; ++k) unwritten += std::isnan(decode_element(p.dtype, all.data(), k));
+        for (int64_t k = 0; k < extent; ++k) unwritten += std::isnan(decode_element(p.out_dtype, all.data(), k));
         if (unwritten) why = fmt::format("{} output elements NaN (unwritten)", unwritten);
       }
       log["max_rel_err"][oc.kernel] = max_rel;

@@ -1,4 +1,5 @@
-// One rope kernel per dtype (half-split fp32, half-split bf16, interleaved-pairs fp16, at the
+// One rope kernel per dtype (half-split fp32, half-split bf16, interleaved-pairs fp16, and fp32
+// written as bf16 for a narrowed output, at the
 // Llama-3-8B q shape), realized without a GPU through `factc realize` (tune budget 1),
 // rendered from the embedded template, compiles for sm_90a with the real nvcc, exports the
 // rope C ABI under its name and is reported as built with its symbol. Three compiles on
@@ -30,9 +31,12 @@ TEST(CompileRope, OneKernelPerDtypeBuildsForSm90aAndExportsTheAbi) {
   fs::remove_all(dir);
   json pairs = fact::realize::llama_rope_q("float16");
   pairs["form"] = "pairs";
+  json narrowed = fact::realize::llama_rope_q("float32");  // fp32 x, output narrowed to bf16
+  narrowed["out_dtype"] = "bfloat16";
   const json patterns = {{{"id", "p0"}, {"rule", "rope"}, {"problem", fact::realize::llama_rope_q("float32")}},
                          {{"id", "p1"}, {"rule", "rope"}, {"problem", fact::realize::llama_rope_q("bfloat16")}},
-                         {{"id", "p2"}, {"rule", "rope"}, {"problem", pairs}}};
+                         {{"id", "p2"}, {"rule", "rope"}, {"problem", pairs}},
+                         {{"id", "p3"}, {"rule", "rope"}, {"problem", narrowed}}};
   fact::realize::RealizeOptions o =
       fact::test::options_for(dir, json{{"format", "fact.plan"}, {"version", 1}, {"patterns", patterns}});
   o.cache_dir = FACT_TEST_CACHE_DIR;  // shared with the other compile tests: later runs hit it
@@ -41,8 +45,8 @@ TEST(CompileRope, OneKernelPerDtypeBuildsForSm90aAndExportsTheAbi) {
   ASSERT_EQ(fact::realize::run_realize(o), 0);
   const json r = json::parse(fact::read_file(dir / "realized.json"));
   const char* names[] = {"fact_rope_half_f32_d128_t256_v4", "fact_rope_half_bf16_d128_t256_v8",
-                         "fact_rope_pairs_f16_d128_t256_v8"};
-  for (int i = 0; i < 3; ++i) {
+                         "fact_rope_pairs_f16_d128_t256_v8", "fact_rope_half_f32_to_bf16_d128_t256_v4"};
+  for (int i = 0; i < 4; ++i) {
     const json& pat = r.at("patterns").at(i);
     ASSERT_EQ(pat.at("candidates").size(), 1u) << pat.dump(2);
     const json& c = pat["candidates"][0];

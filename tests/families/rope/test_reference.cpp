@@ -16,7 +16,7 @@ RopeProblem problem(RopeForm f, int64_t d, DType t = DType::f32) {
   p.form = f;
   p.dims = {2, 4, 8};
   p.head_dim = d;
-  p.dtype = t;
+  p.dtype = p.out_dtype = t;
   p.x = p.out = {4 * 8 * d, 8 * d, d};
   p.cos = p.sin = {0, 0, d};
   return p;

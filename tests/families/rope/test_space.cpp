@@ -71,6 +71,26 @@ TEST(RopeSpace, SixteenByteVectorsRankFirstAndEveryConfigFits) {
   }
 }
 
+TEST(RopeProblem, ANarrowedOutputIsWrittenInBf16FromFp32Inputs) {
+  nlohmann::json j = llama_rope_q("float32");
+  j["out_dtype"] = "bfloat16";
+  const RopeProblem p = rope_problem_from_json(j);
+  EXPECT_EQ(p.dtype, DType::f32);
+  EXPECT_EQ(p.out_dtype, DType::bf16);
+  const RopeKernel k = rope_kernel(p);
+  ASSERT_TRUE(k.out_element.has_value());
+  const RopeConfig c{256, 4};
+  EXPECT_EQ(rope_kernel_name(k, c), "fact_rope_half_f32_to_bf16_d128_t256_v4");
+  const std::string src = render_rope_kernel(k, c);
+  EXPECT_NE(src.find("using ElementOut = __nv_bfloat16;"), std::string::npos);
+  EXPECT_NE(src.find("using Element = float;"), std::string::npos);
+  // Absent: out is x's dtype; bf16 x cannot be written as fp32, nor fp32 as int.
+  EXPECT_EQ(rope_problem_from_json(llama_rope_q("bfloat16")).out_dtype, DType::bf16);
+  nlohmann::json wider = llama_rope_q("bfloat16");
+  wider["out_dtype"] = "float32";
+  EXPECT_THROW(rope_problem_from_json(wider), fact::Error);
+}
+
 TEST(RopeSpace, PrunedByTheStridesAndTheRowSplit) {
   RopeProblem p = rope_problem_from_json(llama_rope_q("bfloat16"));
   const RopeKernel k = rope_kernel(p);
