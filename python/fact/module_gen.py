@@ -374,6 +374,8 @@ class ModuleBuilder(NarrowingBuilder):
         """Emit graph ``node`` (docs/02) as a call of its ATen op, defining its outputs. Unless
         it runs on stored tensors as they are (:func:`fact.narrowing.keeps_stored`), it reads
         narrowed values cast back (:meth:`widened`) and casts its narrowed outputs."""
+        if self.narrowed and self.narrowed_linear_node(node, decode_arg):
+            return
         op = resolve_op(node["op"])
         keep = not self.narrowed or keeps_stored(node, self.narrowed)
         read = self.value if keep else self.widened

@@ -20,6 +20,10 @@ The module built from such an artifact keeps every tensor type-correct:
   reads a narrowed value cast back to its graph dtype (exact) and casts a narrowed output
   of its own to the narrow dtype; a kernel call reads and writes narrowed tensors as they
   are; the module's outputs are never narrowed;
+- an ATen ``linear`` whose input and weight are both narrowed (a GEMM pattern the vendor
+  path won, run as its ATen op) reads them as they are and accumulates in fp32 with an
+  fp32 result (:func:`narrowed_linear`): the bf16 GEMM the tuning measured, not an fp32
+  one on cast-back copies;
 - a kernel's ATen fallback obeys the same rule (:func:`narrowed_fallback` for a family's own
   fallback), so it returns a narrowed output in its narrow dtype.
 
@@ -36,7 +40,7 @@ import torch.fx
 
 __all__ = ["NARROW_DTYPES", "LAYOUT_OPS", "SHAPE_OPS", "Narrowed", "NarrowingBuilder", "narrowed_values",
            "stored_types", "keeps_stored", "convert", "dtype_tag", "converted_name",
-           "narrowed_fallback", "narrowed_summary"]
+           "narrowed_fallback", "narrowed_summary", "narrowed_linear", "is_narrowed_linear"]
 
 #: The dtypes a value may be narrowed to (the manifest's ``dtype``).
 NARROW_DTYPES = ("bfloat16", "float16")
@@ -125,6 +129,23 @@ class NarrowingBuilder:
         self._converted[name] = target
         return node
 
+    def narrowed_linear_node(self, node: Mapping, decode: Callable[[Any], Any]) -> bool:
+        """Emit graph ``node`` as :func:`narrowed_linear` when it is an ATen ``linear`` of two
+        narrowed operands (:func:`is_narrowed_linear`; ``decode`` reads its JSON arguments):
+        the operands as stored, the bias cast back, a narrowed output cast. False, emitting
+        nothing, for any other node."""
+        if not is_narrowed_linear(node, self.narrowed):
+            return False
+        reads = [self.value, self.value] + [self.widened] * max(0, len(node["args"]) - 2)
+        args = tuple(self._arg(decode(a), r) for a, r in zip(node["args"], reads))  # type: ignore[attr-defined]
+        kwargs = {k: self._arg(decode(v), self.widened) for k, v in node["kwargs"].items()}  # type: ignore[attr-defined]
+        value = self.graph.create_node("call_function", narrowed_linear, args, kwargs, name=node["name"])
+        n = self.narrowed.get(node["name"])
+        if n is not None:
+            value = self.cast(value, node["name"], n.dtype)
+        self.define(node["name"], value)  # type: ignore[attr-defined]
+        return True
+
     def converted_sources(self, sources: Sequence[str]) -> list[str]:
         """Load-time sources with each narrowed parameter replaced by its converted tensor."""
         return [self._converted.get(s, s) for s in sources]
@@ -183,6 +204,31 @@ def stored_types(types: Mapping[str, Any], narrowed: Mapping[str, Narrowed]) -> 
 def _base_name(op: str) -> str:
     parts = op.split(".")
     return ".".join(parts[1:-1]) if len(parts) >= 3 else op
+
+
+def is_narrowed_linear(node: Mapping, narrowed: Mapping[str, Narrowed]) -> bool:
+    """Whether graph ``node`` is ``aten.linear`` whose input and weight are narrowed to one
+    dtype (then :func:`narrowed_linear` runs it)."""
+    if _base_name(node["op"]) != "linear" or len(node.get("args") or []) < 2:
+        return False
+    x, w = _refs(node["args"][0]), _refs(node["args"][1])
+    if len(x) != 1 or len(w) != 1 or x[0] not in narrowed or w[0] not in narrowed:
+        return False
+    return narrowed[x[0]].dtype == narrowed[w[0]].dtype
+
+
+def narrowed_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """``F.linear(x, weight, bias)`` of bf16/fp16 ``x`` [..., K] and ``weight`` [N, K] as the
+    bf16 policy computes it: the stored operands, fp32 accumulation, an fp32 result
+    [..., N] (``torch.mm(..., out_dtype=torch.float32)``, cuBLAS; on a CPU, fp32 arithmetic
+    on the same values), then the fp32 ``bias`` added."""
+    x2 = x.reshape(-1, x.shape[-1])
+    if x.is_cuda:
+        y = torch.mm(x2, weight.t(), out_dtype=torch.float32)
+    else:
+        y = torch.mm(x2.float(), weight.t().float())
+    y = y.reshape(*x.shape[:-1], weight.shape[0])
+    return y if bias is None else y + bias
 
 
 def keeps_stored(node: Mapping, narrowed: Mapping[str, Narrowed]) -> bool:

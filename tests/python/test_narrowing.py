@@ -18,8 +18,8 @@ from fact.export import export
 from fact.kernels import new_output
 from fact.module_gen import KernelSite, default_emit, generate
 from fact.module_report import write_module_report
-from fact.narrowing import (Narrowed, convert, keeps_stored, narrowed_fallback,
-                            narrowed_summary)
+from fact.narrowing import (Narrowed, convert, is_narrowed_linear, keeps_stored, narrowed_fallback,
+                            narrowed_linear, narrowed_summary)
 from fact.runtime import ArtifactError, FactModule, load
 
 from families.test_gemm import fake_library  # noqa: F401 (fixture)
@@ -224,16 +224,16 @@ def test_the_module_casts_exactly_where_the_rule_says(tmp_path) -> None:
     assert "split = torch.ops.aten.split.Tensor(linear_bf16, 16, -1)" in lines
     assert "view = torch.ops.aten.view.default(linear_bf16, [8, 16])" in lines
     assert "transpose = torch.ops.aten.transpose.int(split_0, 0, 1)" in lines
+    # A linear of two narrowed operands (the vendor path's bf16 GEMM) reads them as stored
+    # and accumulates in fp32 (narrowed_linear): no cast back.
+    assert "linear_1 = fact_narrowing_narrowed_linear(view, fact_bf16_p_proj_weight)" in lines
     # Other ATen nodes read narrowed values cast back to float32, each cast made once.
-    assert "view_f32 = view.to(torch.float32)" in lines
-    assert "p_proj_weight_f32 = fact_bf16_p_proj_weight.to(torch.float32)" in lines
-    assert "linear_1 = torch.ops.aten.linear.default(view_f32, p_proj_weight_f32)" in lines
     assert "matmul = torch.ops.aten.matmul.default(transpose_f32, split_1_f32)" in lines
     assert "mean = torch.ops.aten.mean.default(linear_f32)" in lines
     assert "linear_f32 = linear_bf16.to(torch.float32)" in lines
     casts = [line for line in lines if ".to(torch." in line]
-    assert len(casts) == 6, casts  # linear_bf16 and five casts back (view, weight, transpose,
-    # split.1, linear); nothing else is cast, and the output is returned as computed
+    assert len(casts) == 4, casts  # linear_bf16 and three casts back (transpose, split.1,
+    # linear); nothing else is cast, and the output is returned as computed
     assert "return add_1" in lines
     assert ("# stored in bf16: 6 values (1 parameter converted at load): linear, split.0, "
             "split.1, view, transpose, p_proj_weight") in lines
@@ -461,3 +461,20 @@ def test_the_module_report_lists_the_narrowed_values(tmp_path) -> None:
     write_module_report(art, row, {}, {}, manifest)
     report = open(os.path.join(art, "report.md")).read()
     assert "- Narrowed: stored in bf16: 6 values (1 parameter converted at load)\n" in report
+
+
+def test_a_linear_of_two_narrowed_operands_accumulates_in_fp32() -> None:
+    """The vendor path's GEMM on narrowed operands: their bf16 values, an fp32 result, the
+    fp32 bias added; not for a linear with one operand in fp32."""
+    torch.manual_seed(1)
+    x, w, b = torch.randn(2, 3, 16).to(torch.bfloat16), torch.randn(8, 16).to(torch.bfloat16), torch.randn(8)
+    y = narrowed_linear(x, w, b)
+    assert y.dtype == torch.float32 and y.shape == (2, 3, 8)
+    want = torch.nn.functional.linear(x.double(), w.double(), b.double())
+    assert (y.double() - want).abs().max() < 1e-5 * want.abs().max()
+    bf16 = Narrowed(torch.bfloat16, torch.float32)
+    node = {"op": "aten.linear.default", "args": [{"ref": "a"}, {"ref": "w"}], "kwargs": {},
+            "outputs": [{"name": "y"}]}
+    assert is_narrowed_linear(node, {"a": bf16, "w": bf16})
+    assert not is_narrowed_linear(node, {"a": bf16})
+    assert not is_narrowed_linear({**node, "op": "aten.matmul.default"}, {"a": bf16, "w": bf16})
