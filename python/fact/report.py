@@ -130,7 +130,8 @@ def _cells(row: dict, inductor: bool = False) -> list[str]:
         _err(row.get("max_rel_err")), _err(base_err),
         f"{row['compile_tune_s']:.1f}" if isinstance(row.get("compile_tune_s"),
                                                      (int, float)) else "—",
-        kernels, row.get("level", "module (fact optimize)")]
+        kernels, row.get("level", "module (fact optimize)")
+        + (f" at {row['fact_commit']}" if row.get("fact_commit") else "")]
 
 
 _HEADER = ["problem", "policy", "eager fp32 ms", "eager same-policy ms", "cuBLAS ms",
