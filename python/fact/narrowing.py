@@ -239,7 +239,8 @@ def keeps_stored(node: Mapping, narrowed: Mapping[str, Narrowed]) -> bool:
     base = _base_name(node["op"])
     if base in SHAPE_OPS:
         return True
-    if base not in LAYOUT_OPS or not node.get("args"):
+    # view.dtype reinterprets the bytes: never run on a tensor stored in another dtype.
+    if base not in LAYOUT_OPS or not node.get("args") or node["op"] == "aten.view.dtype":
         return False
     src = _refs(node["args"][0])
     if len(src) != 1:

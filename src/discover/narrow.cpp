@@ -79,7 +79,9 @@ class Narrowing {
         auto own = owner_.find(u->name);
         if (own == owner_.end()) {
           if (in_tail_.contains(u->name)) return "%" + u->name + " (a fused tail) reads %" + v + " in float32";
-          if (!canonical::is_view_op(u->op)) return "%" + u->name + " (" + u->op + ") reads %" + v + " in float32";
+          // A view of the same elements; view.dtype reinterprets their bytes.
+          if (!canonical::is_view_op(u->op) || u->op == "aten.view.dtype")
+            return "%" + u->name + " (" + u->op + ") reads %" + v + " in float32";
           for (const auto& o : u->outputs)
             if (o.type && std::find(c.members.begin(), c.members.end(), o.name) == c.members.end())
               c.members.push_back(o.name);

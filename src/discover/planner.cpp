@@ -211,10 +211,11 @@ Plan make_plan(const graph::Graph& exported, const RuleRegistry& rules, Precisio
                              : canonical::is_view_op(node.op) ? std::string(kFreeView)
                                                               : "no rule matches"});
   }
-  // 3b. Values every reader rounds to bf16 anyway are stored in bf16 (discover/narrow.h).
-  narrow_values(index, rules, plan);
   // 4. The nodes the canonical form dropped: into the pattern they sit inside, or fallback.
   restore_dropped(exported, canonical, plan);
+  // 5. Values every reader rounds to bf16 anyway are stored in bf16 (discover/narrow.h),
+  //    over the final patterns (restore_dropped may give a pattern up).
+  narrow_values(index, rules, plan);
   return plan;
 }
 

@@ -426,6 +426,7 @@ def test_keeps_stored_for_layout_and_shape_nodes_stored_like_their_source() -> N
     assert not keeps_stored(node("aten.view.default", "plain", "bf"), n)  # source not narrowed
     assert not keeps_stored(node("aten.view.default", "h", "bf"), n)  # fp16 into bf16
     assert not keeps_stored(node("aten.mul.Tensor", "bf", "bf2"), n)  # computes
+    assert not keeps_stored(node("aten.view.dtype", "bf", "bf2"), n)  # reinterprets the bytes
 
 
 def test_a_family_fallback_reads_graph_dtypes_and_returns_the_stored_one() -> None:

@@ -284,9 +284,12 @@ MatchResult match_attention(const MatchContext& ctx, const graph::Node& node) {
 namespace {
 // Narrowing (discover/narrow.h): under bf16 the kernel rounds fp32 q, k and v to bf16 as
 // it loads them; all three may arrive in bf16 instead, with O written in bf16 (the
-// problem is then the bf16 one; an additive mask keeps its own dtype).
+// problem is then the bf16 one). Not with an additive mask: the kernels read it, and
+// compute a mask prologue, in q's element type, which would round an fp32 mask (a
+// finfo(float32).min padding value becomes -inf).
 std::vector<std::vector<std::string>> attention_narrow_groups(const Pattern& p, Precision precision) {
   if (precision != Precision::bf16 || p.problem.value("dtype", "") != "float32") return {};
+  if (p.problem.value("mask", "") == "additive") return {};
   return {{"q", "k", "v", ""}};
 }
 void attention_narrow(Pattern& p, const std::vector<std::string>&) { p.problem["dtype"] = "bfloat16"; }

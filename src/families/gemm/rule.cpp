@@ -12,6 +12,7 @@
 // Operands are read in place: a transposed or permuted operand (e.g. the output of
 // aten.t) is a column-major layout with its leading stride, never a copy. The strides are
 // those the graph records for the operand value itself.
+#include <algorithm>
 #include <limits>
 #include <array>
 #include <optional>
@@ -342,11 +343,15 @@ std::vector<std::vector<std::string>> gemm_narrow_groups(const Pattern& p, Preci
   return groups;
 }
 
-// The narrowed roles become bf16 (SwiGLU's second weight b1 is B's); the bias and the
-// tail's inputs stay fp32 (dtype_epi, written only for a GEMM that reads them).
+// The narrowed roles become bf16 (SwiGLU's second weight b1 is B's). The bias, the tail's
+// inputs and the tail's own arithmetic stay fp32 (dtype_epi): written for a GEMM that
+// reads a bias or tail inputs, and for a tail whose output is narrowed (unfused, the
+// GEMM then writes its own output in fp32, and no bf16 tail kernel reads it).
 void gemm_narrow(Pattern& p, const std::vector<std::string>& roles) {
   auto& pr = p.problem;
-  const bool reads_epi = pr.value("bias", nlohmann::ordered_json()).is_string() || (p.epilogue && !p.epilogue->inputs.empty());
+  const bool narrowed_d = std::find(roles.begin(), roles.end(), "") != roles.end();
+  const bool reads_epi = pr.value("bias", nlohmann::ordered_json()).is_string() ||
+                         (p.epilogue && (!p.epilogue->inputs.empty() || narrowed_d));
   if (reads_epi && !pr.contains("dtype_epi")) pr["dtype_epi"] = pr.at("dtype_d");
   for (const auto& r : roles) pr[r.empty() ? "dtype_d" : r == "b1" ? "dtype_b" : "dtype_" + r] = "bfloat16";
 }
