@@ -274,11 +274,18 @@ class ModuleBuilder(NarrowingBuilder):
             self._add_placeholder(name)
 
     def _add_placeholder(self, name: str) -> torch.fx.Node:
+        # The argument's name: the value's, made an identifier (a tuple output "split.0"
+        # becomes split_0, numbered on when that is taken); the value table keeps `name`.
+        arg = name if name.isidentifier() else "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+        taken = {n.target for n in self.graph.nodes if n.op == "placeholder"}
+        base, i = arg, 1
+        while arg in taken or (arg != name and arg in self._values):
+            arg, i = f"{base}_{i}", i + 1
         if self._placeholder_tail is None:
-            node = self.graph.placeholder(name)
+            node = self.graph.placeholder(arg)
         else:  # after the other placeholders, whatever was emitted since
             with self.graph.inserting_after(self._placeholder_tail):
-                node = self.graph.placeholder(name)
+                node = self.graph.placeholder(arg)
         self._placeholder_tail = node
         self._values[name] = node
         return node

@@ -310,3 +310,19 @@ def test_symbolic_size_arguments_are_computed_per_call() -> None:
     graph["inputs"][0]["type"]["shape"].insert(0, 6)  # no dim gives B any more
     with pytest.raises(GenerationError, match="symbol B is the size of no input dim"):
         generate(graph, [], [])
+
+
+def test_a_fallback_reads_a_tuple_output_under_an_identifier() -> None:
+    """A kernel's ATen fallback whose input is one output of a multi-output node ("split.0")
+    takes it as an argument named split_0 (numbered on when an input already has that name)."""
+    from fact.module_gen import generate_nodes
+    t = {"dtype": "float32", "shape": [2], "strides": [1]}
+    nodes = [{"name": "add", "op": "aten.add.Tensor", "args": [{"ref": "split.0"}, {"ref": "split_0"}],
+              "kwargs": {}, "outputs": [{"name": "add", "type": t}]},
+             {"name": "relu", "op": "aten.relu.default", "args": [{"ref": "add"}], "kwargs": {},
+              "outputs": [{"name": "relu", "type": t}]}]
+    gm = generate_nodes(nodes, ["split_0", "split.0"], ["relu"])
+    out = gm(torch.tensor([-1.0, 2.0]), torch.tensor([-3.0, 0.5]))
+    assert torch.equal(out, torch.tensor([0.0, 2.5]))
+    args = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    assert args == ["split_0", "split_0_1"]

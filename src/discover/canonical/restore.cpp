@@ -151,7 +151,8 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
       kept.push_back(std::move(p));
       continue;
     }
-    joined.insert(members.begin(), members.end());  // listed here, once
+    joined.insert(members.begin(), members.end());  // listed here, once: a rewritten member
+    std::erase_if(plan.fallback, [&](const auto& f) { return members.contains(f.node); });  // was listed already
     for (const auto& n : members)
       plan.fallback.push_back({n, r.node(n).op, "rule " + p.rule + " matched, but " + why});
   }
