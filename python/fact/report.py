@@ -105,16 +105,21 @@ def _has_inductor(rows: Iterable[dict]) -> bool:
                for k in ("inductor", "inductor_max_autotune"))
 
 
+def _row_name(row: dict) -> str:
+    """The row's problem, with " (<dtype> model)" for a model run in its own narrow dtype."""
+    problem = row.get("problem", "?")
+    if row.get("model_dtype", "float32") != "float32":
+        problem += f" ({row['model_dtype']} model)"
+    return problem
+
+
 def _cells(row: dict, inductor: bool = False) -> list[str]:
     s = speedup(row)
     kernels = ", ".join(k for k in row.get("kernels", []) if k) or "—"
     verified = "" if row.get("verified") else " (not verified)"
     base = row.get("baselines_ms", {})
     base_err = row.get("eager_max_rel_err", row.get("cublas_max_rel_err"))
-    problem = row.get("problem", "?")
-    if row.get("model_dtype", "float32") != "float32":  # a model run in its own narrow dtype
-        problem += f" ({row['model_dtype']} model)"
-    cells = [problem, row.get("policy", "?"),
+    cells = [_row_name(row), row.get("policy", "?"),
              _ms(base.get("eager_fp32")), _ms(base.get("eager")), _ms(base.get("cublas"))]
     if inductor:  # default mode, and "/ max-autotune" where that was timed too
         tc = _ms(base.get("inductor"))
@@ -178,11 +183,19 @@ def render_markdown(doc: dict, source: str | None = None) -> str:
         if any("inductor_max_autotune" in r.get("baselines_ms", {}) for r in rows):
             lines[-1] += (" `A / B`: default mode / `mode=\"max-autotune\"`; the speedup is "
                           "against the faster of the two.")
-        spent = [f"{r.get('problem', '?')} {r.get('policy', '?')}: "
+        spent = [f"{_row_name(r)} {r.get('policy', '?')}: "
                  + ", ".join(f"{k} {v:.0f} s" for k, v in r["baseline_compile_s"].items())
                  for r in rows if r.get("baseline_compile_s")]
         if spent:
             lines += ["", "torch.compile's compile seconds (first call): " + "; ".join(spent) + "."]
+    graphs = [f"{_row_name(r)} {r.get('policy', '?')}: {r['cuda_graph']['replay_ms']:.3f} / "
+              f"{r['cuda_graph']['plain_ms']:.3f}" + (" (replay kept)" if r["cuda_graph"].get("kept") else "")
+              for r in rows if isinstance(r.get("cuda_graph"), dict)
+              and isinstance(r["cuda_graph"].get("replay_ms"), (int, float))
+              and isinstance(r["cuda_graph"].get("plain_ms"), (int, float))]
+    if graphs:
+        lines += ["", "CUDA-graph replay / plain calls, ms (the module timed both ways, alternating; "
+                  "the faster is kept, plain unless marked): " + "; ".join(graphs) + "."]
     drawn = [f"{r.get('problem', '?')} {r.get('policy', '?')} "
              f"({', '.join(r['verified_on']) or 'none informative'})"
              for r in rows if "verified_on" in r and _OWN_INPUTS not in r["verified_on"]]

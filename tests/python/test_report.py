@@ -78,3 +78,19 @@ def test_max_autotune_baseline_is_shown_and_the_faster_mode_is_the_bar() -> None
     assert "| 3.000 / 2.500 |" in text
     assert "| 1.25x |" in text  # 2.5 / 2.0, not 3.0 / 2.0
     assert "inductor_max_autotune 312 s" in text and "max-autotune" in text
+
+
+def test_a_rows_own_commit_and_its_cuda_graph_timing_are_shown() -> None:
+    """A merged file's row measured at another commit names it in "measured at"; a row that
+    timed CUDA-graph replay against plain calls lists both, marking a kept replay."""
+    plain = dict(ROW, fact_commit="1234abc",
+                 cuda_graph={"replay_ms": 2.325, "plain_ms": 2.144, "kept": False})
+    replay = dict(ROW, problem="tiny", model_dtype="bfloat16",
+                  cuda_graph={"replay_ms": 0.5, "plain_ms": 0.75, "kept": True})
+    md = render_markdown(bench_document("c", [plain, replay], MACHINE))
+    assert "| module (fact optimize) at 1234abc |" in md
+    assert "| module (fact optimize) |" in md  # the other row: the file's commit
+    assert ("CUDA-graph replay / plain calls, ms (the module timed both ways, alternating; the faster "
+            "is kept, plain unless marked): square_4096 tf32: 2.325 / 2.144; "
+            "tiny (bfloat16 model) tf32: 0.500 / 0.750 (replay kept).") in md
+    assert "CUDA-graph" not in render_markdown(bench_document("c", [ROW], MACHINE))
