@@ -401,7 +401,8 @@ def compile_artifact(model: torch.nn.Module, example_inputs: Sequence[Any], poli
     if graph is None:
         graph = graph_from_program(ep, name=type(model).__name__)
     write_graph(graph, paths["graph"])
-    logger.info("%s: discovering patterns (%d nodes)", name, len(graph["nodes"]))
+    count = len(graph["nodes"])
+    logger.info("%s: discovering patterns (%d node%s)", name, count, "" if count == 1 else "s")
     run_factc(factc, ["discover", paths["graph"], "-o", paths["plan"], "--policy", policy],
               opts.verbose)
     with open(paths["plan"], encoding="utf-8") as f:
