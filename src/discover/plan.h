@@ -48,7 +48,7 @@ struct RejectedNode {
 /// whose output nothing reads).
 struct FallbackNode {
   std::string node, op, reason;
-  std::optional<std::string> same_as;  // set only for nodes the canonical form dropped
+  std::optional<std::string> same_as = std::nullopt;  // set only for nodes the canonical form dropped
 };
 
 /// A value stored in a narrower dtype than the graph's (discover/narrow.h): every reader

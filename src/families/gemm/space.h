@@ -56,7 +56,7 @@ struct GemmFamilyKey {
   nlohmann::json epilogue_tree = nullptr, epilogue_broadcast = nullptr;
   /// D's element type when it is not `element`, and the bias's and tail inputs' when it is
   /// not D's (gemm_d_element, gemm_epi_element).
-  std::optional<DType> element_d, element_epi;
+  std::optional<DType> element_d = std::nullopt, element_epi = std::nullopt;
 
   bool operator==(const GemmFamilyKey&) const = default;
 };

@@ -22,7 +22,7 @@ struct RopeKernel {
   RopeForm form;
   int64_t head_dim;
   DType element;
-  std::optional<DType> out_element;  // out's element type when it is not `element`
+  std::optional<DType> out_element = std::nullopt;  // out's element type when it is not `element`
   bool operator==(const RopeKernel&) const = default;
 };
 
