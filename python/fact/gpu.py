@@ -61,8 +61,10 @@ class GpuRequired(RuntimeError):
         super().__init__(text)
 
     def details(self) -> str:
-        """Two lines for a terminal: what needs a GPU, and where the files are."""
-        lines = [f"no GPU here: {NEEDS_GPU}"]
+        """Two lines for a terminal: what to do next (the reason was said first, as a
+        warning), and where the files are."""
+        lines = ["next: run it where a CUDA GPU (sm_90a: H100/H200) is present, to verify the "
+                 "kernels against float64, tune them against the vendor library and compose the module"]
         if self.out_dir:
             lines.append(f"files: {self.out_dir} (graph.json, plan.json, realized.json)")
         return "\n".join(lines)

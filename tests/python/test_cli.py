@@ -67,8 +67,8 @@ def test_no_gpu_stops_after_compiling_and_exits_3(tmp_path, capsys, fake_factc,
     assert captured.out.strip() == (
         "verification and tuning need a GPU: discovered 2 patterns, compiled 2 kernels "
         "(cache: /tmp/fake-cache); stopping\n"
-        "no GPU here: verifying the kernels against float64, tuning them against the vendor "
-        "library and running the optimized module need a CUDA GPU (sm_90a: H100/H200)\n"
+        "next: run it where a CUDA GPU (sm_90a: H100/H200) is present, to verify the "
+        "kernels against float64, tune them against the vendor library and compose the module\n"
         f"files: {out} (graph.json, plan.json, realized.json)")
     # What it did, step by step, on stderr (the fact logger), and no traceback.
     assert captured.err.splitlines() == [

@@ -58,8 +58,8 @@ def test_optimize_without_a_gpu_says_what_it_did_and_touches_no_cuda(tmp_path, f
     assert str(exc) == ("verification and tuning need a GPU: discovered 2 patterns, compiled 2 "
                         "kernels (cache: /tmp/fake-cache); stopping")
     assert exc.details() == (
-        "no GPU here: verifying the kernels against float64, tuning them against the vendor "
-        "library and running the optimized module need a CUDA GPU (sm_90a: H100/H200)\n"
+        "next: run it where a CUDA GPU (sm_90a: H100/H200) is present, to verify the "
+        "kernels against float64, tune them against the vendor library and compose the module\n"
         f"files: {tmp_path / 'o'} (graph.json, plan.json, realized.json)")
     assert [r.getMessage() for r in caplog.records] == [
         "no GPU here (torch.cuda.is_available() is False): verifying the kernels against "
