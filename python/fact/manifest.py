@@ -15,13 +15,13 @@ import math
 import re
 from typing import Any, Callable, Mapping
 
-__all__ = ["check_manifest", "IMPLS"]
+__all__ = ["check_manifest", "IMPLS", "NARROW_DTYPES"]
 
 # What runs a pattern: its FACT kernel, the vendor path, or its ATen nodes (set by the
 # loader when the kernels stay off).
 IMPLS = ("cutlass", "vendor", "aten")
-# The dtypes a narrowed value is stored in (fact.narrowing.NARROW_DTYPES).
-_NARROW_DTYPES = ("bfloat16", "float16")
+#: The dtypes a narrowed value may be stored in (the manifest's ``narrowed[].dtype``).
+NARROW_DTYPES = ("bfloat16", "float16")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a pattern id or an FX value name
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C symbol prefix
 _MAX_BYTES = 1 << 48  # a workspace larger than any GPU's memory is a corrupt value
@@ -174,8 +174,8 @@ def _check_narrowed(c: _Checker, narrowed: Any, error: Callable[[str], Exception
         if not isinstance(e, dict):
             c.fail(where, 'an object {"value": name, "dtype": name}', e)
         c.string(e, "value", where, _NAME)
-        if e.get("dtype") not in _NARROW_DTYPES:
-            c.fail(f"{where}.dtype", " or ".join(f'"{d}"' for d in _NARROW_DTYPES), e.get("dtype"))
+        if e.get("dtype") not in NARROW_DTYPES:
+            c.fail(f"{where}.dtype", " or ".join(f'"{d}"' for d in NARROW_DTYPES), e.get("dtype"))
         if e["value"] in seen:
             raise error(f"{path}: {where}.value: \"{e['value']}\" is narrowed twice")
         seen.add(e["value"])

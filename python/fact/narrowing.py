@@ -38,12 +38,12 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.fx
 
+from fact.manifest import NARROW_DTYPES
+
 __all__ = ["NARROW_DTYPES", "LAYOUT_OPS", "SHAPE_OPS", "Narrowed", "NarrowingBuilder", "narrowed_values",
            "stored_types", "keeps_stored", "convert", "dtype_tag", "converted_name",
            "narrowed_fallback", "narrowed_summary", "narrowed_linear", "is_narrowed_linear"]
 
-#: The dtypes a value may be narrowed to (the manifest's ``dtype``).
-NARROW_DTYPES = ("bfloat16", "float16")
 
 #: ATen ops (base names) whose outputs are their first argument's elements re-viewed or moved,
 #: never computed: rounding commutes with them. The views are those of the engine's canonical

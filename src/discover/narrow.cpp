@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "discover/canonical/passes.h"
 
@@ -69,19 +68,19 @@ class Narrowing {
 
   bool is_f32(const std::string& v) const { return g_.contains(v) && g_.type(v).dtype == DType::f32; }
 
-  // The class rooted at `root` (a parameter or a pattern's narrowable output), or why not.
-  std::string grow(ValueClass& c) {
+  // Grows the class rooted at `c.root` (a parameter or a pattern's narrowable output) by
+  // its free views and records the groups that read it; false when it cannot be narrowed:
+  // a member that is not fp32 or is a graph output, a reader that computes in fp32 (an ATen
+  // op, a fused tail, view.dtype reinterpreting the bytes), a pattern reading it other than
+  // as an operand of one of its groups, or no reader at all.
+  bool grow(ValueClass& c) {
     for (size_t i = 0; i < c.members.size(); ++i) {
       const std::string v = c.members[i];
-      if (!is_f32(v)) return "%" + v + " is not float32";
-      if (outputs_.contains(v)) return "%" + v + " is a graph output";
+      if (!is_f32(v) || outputs_.contains(v)) return false;
       for (const graph::Node* u : g_.users(v)) {
         auto own = owner_.find(u->name);
         if (own == owner_.end()) {
-          if (in_tail_.contains(u->name)) return "%" + u->name + " (a fused tail) reads %" + v + " in float32";
-          // A view of the same elements; view.dtype reinterprets their bytes.
-          if (!canonical::is_view_op(u->op) || u->op == "aten.view.dtype")
-            return "%" + u->name + " (" + u->op + ") reads %" + v + " in float32";
+          if (in_tail_.contains(u->name) || !canonical::is_view_op(u->op) || u->op == "aten.view.dtype") return false;
           for (const auto& o : u->outputs)
             if (o.type && std::find(c.members.begin(), c.members.end(), o.name) == c.members.end())
               c.members.push_back(o.name);
@@ -92,24 +91,23 @@ class Narrowing {
         for (const auto& [role, value] : p.operands) {
           if (value != v) continue;
           auto gr = group_of_.find({own->second, role});
-          if (gr == group_of_.end()) return p.id + " reads %" + v + " as " + role + ", which its kernel does not round to bf16";
+          if (gr == group_of_.end()) return false;
           c.groups.insert(gr->second);
           const std::string reader = p.id + "." + role;
           if (std::find(c.readers.begin(), c.readers.end(), reader) == c.readers.end()) c.readers.push_back(reader);
           read_as_operand = true;
         }
-        if (!read_as_operand) return "%" + u->name + " of " + p.id + " reads %" + v + " outside its operands";
+        if (!read_as_operand) return false;
       }
     }
-    if (c.readers.empty()) return "nothing reads it";
-    return "";
+    return !c.readers.empty();
   }
 
   void make_classes() {
     auto add = [&](const std::string& root, std::optional<size_t> producer_group) {
       ValueClass c{root, {root}, {}, {}, true};
       if (producer_group) c.groups.insert(*producer_group);
-      if (!grow(c).empty()) return;
+      if (!grow(c)) return;
       for (const auto& m : c.members) class_of_[m] = classes_.size();
       classes_.push_back(std::move(c));
     };

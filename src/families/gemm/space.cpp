@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "families/gemm/epilogue/program.h"
+#include "graph/types.h"
 
 namespace fact::realize {
 
@@ -384,14 +385,12 @@ std::string epilogue_token(const nlohmann::json& tree, const nlohmann::json& bro
 }
 
 namespace {
-std::string dtype_token(DType d) { return d == DType::f32 ? "f32" : d == DType::bf16 ? "bf16" : d == DType::f16 ? "f16" : to_string(d); }
-
 std::string family_epilogue_token(const GemmFamilyKey& f) {
   std::string t = !f.epilogue_tree.is_null() ? epilogue_token(f.epilogue_tree, f.epilogue_broadcast)
                   : f.bias_n                 ? "lincomb-biasn"
                                              : "lincomb";
-  if (f.element_d) t += "-d" + dtype_token(*f.element_d);
-  if (f.element_epi) t += "-e" + dtype_token(*f.element_epi);
+  if (f.element_d) t += "-d" + std::string(graph::short_name(*f.element_d));
+  if (f.element_epi) t += "-e" + std::string(graph::short_name(*f.element_epi));
   return t;
 }
 }  // namespace
