@@ -35,6 +35,17 @@ void expect_built_for_sm90a(const std::vector<BuildResult>& results, size_t expe
     EXPECT_NE(fact::read_file(r.object).find("sm_90a"), std::string::npos) << r.name;
   }
 }
+
+// MiniGPT's c_fc epilogue on family `f`: the GEMM's bias along N and NewGELU (gelu_tanh) as
+// an EVT, in a 128x256x64 cooperative persistent kernel, built once for sm_90a.
+void expect_bias_gelu_builds(GemmFamilyKey f) {
+  f.epilogue_tree = nlohmann::json::parse(
+      R"({"op": "gelu_tanh", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}]})");
+  f.epilogue_broadcast = {{"bias", "n"}};
+  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
+  const std::vector<BuildRequest> reqs{{gemm_kernel_name(f, cfg), render_gemm_sm90(f, cfg)}};
+  expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
+}
 }  // namespace
 
 TEST(CompileSm90, OneKernelPerDtypeBuildsWithoutC7510) {
@@ -84,13 +95,7 @@ TEST(CompileSm90, Fp32UnderBf16StagedWithFusedTailBuildsWithoutC7510) {
   // MiniGPT's c_fc under --precision bf16: fp32 x (row-major) times the weight as linear's
   // B^T (column-major), both rounded to bf16 in the staging copy, bf16 WGMMA, then the
   // GEMM's bias and NewGELU (gelu_tanh) in the EVT, D in fp32.
-  GemmFamilyKey f{"bf16", DType::f32, Layout::Row, Layout::Col, true, true, true};
-  f.epilogue_tree = nlohmann::json::parse(
-      R"({"op": "gelu_tanh", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}]})");
-  f.epilogue_broadcast = {{"bias", "n"}};
-  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
-  const std::vector<BuildRequest> reqs{{gemm_kernel_name(f, cfg), render_gemm_sm90(f, cfg)}};
-  expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
+  expect_bias_gelu_builds({"bf16", DType::f32, Layout::Row, Layout::Col, true, true, true});
 }
 
 TEST(CompileSm90, NarrowedBf16DWithFp32BiasBuildsWithoutC7510) {
@@ -101,10 +106,5 @@ TEST(CompileSm90, NarrowedBf16DWithFp32BiasBuildsWithoutC7510) {
   // the fp32 bias and NewGELU in the EVT, D written in bf16 for the next GEMM.
   GemmFamilyKey f{"bf16", DType::bf16, Layout::Row, Layout::Col, true};
   f.element_epi = DType::f32;
-  f.epilogue_tree = nlohmann::json::parse(
-      R"({"op": "gelu_tanh", "args": [{"op": "add", "args": [{"acc": true}, {"input": "bias"}]}]})");
-  f.epilogue_broadcast = {{"bias", "n"}};
-  const GemmConfig cfg{128, 256, 64, 1, 1, Schedule::Cooperative, TileScheduler::Persistent};
-  const std::vector<BuildRequest> reqs{{gemm_kernel_name(f, cfg), render_gemm_sm90(f, cfg)}};
-  expect_built_for_sm90a(build_kernels(reqs, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1), 1);
+  expect_bias_gelu_builds(f);
 }
