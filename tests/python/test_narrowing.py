@@ -214,10 +214,13 @@ def test_the_custom_ops_fake_kernel_gives_the_narrowed_dtype(tmp_path, stub_libr
 
 # ------------------------------------------------------------ the generated code
 
+def _source_lines(art: str, model: _Model) -> list[str]:
+    """The loaded module's source, one statement per line (FX's ``; x = None`` dropped)."""
+    return [line.split(";")[0].strip() for line in load(art, model).source().splitlines()]
+
+
 def test_the_module_casts_exactly_where_the_rule_says(tmp_path) -> None:
-    art, model, _ = _artifact(tmp_path, _patterns("vendor"))
-    src = load(art, model).source()
-    lines = [line.split(";")[0].strip() for line in src.splitlines()]
+    lines = _source_lines(*_artifact(tmp_path, _patterns("vendor"))[:2])
     # The GEMM as ATen writes fp32; its narrowed value is that result rounded once.
     assert "linear_bf16 = linear.to(torch.bfloat16)" in lines
     # Views run on the stored bf16 tensor (their outputs are narrowed too): no cast.
@@ -240,9 +243,7 @@ def test_the_module_casts_exactly_where_the_rule_says(tmp_path) -> None:
 
 
 def test_kernel_calls_take_and_make_narrowed_tensors_as_they_are(tmp_path, stub_library) -> None:
-    art, model, _ = _artifact(tmp_path, _patterns("cutlass"), lib=stub_library)
-    src = load(art, model).source()
-    lines = [line.split(";")[0].strip() for line in src.splitlines()]
+    lines = _source_lines(*_artifact(tmp_path, _patterns("cutlass"), lib=stub_library)[:2])
     assert "linear = self.fact_p0(x, p_fc_weight, p_fc_bias)" in lines
     assert "linear_1 = self.fact_p1(view, fact_bf16_p_proj_weight)" in lines
     assert "view = torch.ops.aten.view.default(linear, [8, 16])" in lines
