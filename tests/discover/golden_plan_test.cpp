@@ -12,14 +12,16 @@ namespace {
 
 const std::filesystem::path kDir = test::test_dir() / "golden" / "discover";
 
+// The plan of <stem>.txt under `precision` against the golden file <stem><suffix>.
+void expect_plan(const std::string& stem, Precision precision, const std::string& suffix) {
+  const std::string name = stem + ".txt";
+  graph::Graph g = graph::parse_text(read_file(kDir / name), name);
+  test::expect_golden(kDir / (stem + suffix), plan_to_text(make_plan(g, builtin_rules(), precision)));
+}
+
 class PlanGolden : public testing::TestWithParam<std::string> {};
 
-TEST_P(PlanGolden, PlanTextMatches) {
-  const std::string name = GetParam() + ".txt";
-  graph::Graph g = graph::parse_text(read_file(kDir / name), name);
-  Plan plan = make_plan(g, builtin_rules(), Precision::tf32);
-  test::expect_golden(kDir / (GetParam() + ".plan"), plan_to_text(plan));
-}
+TEST_P(PlanGolden, PlanTextMatches) { expect_plan(GetParam(), Precision::tf32, ".plan"); }
 
 INSTANTIATE_TEST_SUITE_P(Files, PlanGolden, testing::ValuesIn(test::golden_stems(kDir, ".txt")),
                          test::param_name);
@@ -29,12 +31,7 @@ INSTANTIATE_TEST_SUITE_P(Files, PlanGolden, testing::ValuesIn(test::golden_stems
 // write them.
 class PlanGoldenBf16 : public testing::TestWithParam<std::string> {};
 
-TEST_P(PlanGoldenBf16, PlanTextMatches) {
-  const std::string name = GetParam() + ".txt";
-  graph::Graph g = graph::parse_text(read_file(kDir / name), name);
-  Plan plan = make_plan(g, builtin_rules(), Precision::bf16);
-  test::expect_golden(kDir / (GetParam() + ".bf16.plan"), plan_to_text(plan));
-}
+TEST_P(PlanGoldenBf16, PlanTextMatches) { expect_plan(GetParam(), Precision::bf16, ".bf16.plan"); }
 
 std::vector<std::string> bf16_stems() {
   std::vector<std::string> out;
