@@ -39,7 +39,7 @@ TEMPLATE_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for pa
                   ("attention_sm80", "attention_sm80_kernel")]
 ABI = ROOT / "src/families/attention/abi.h"
 MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
-ELEMENTS = {"f32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
+ELEMENTS = {"f32": "float", "tf32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
 
 
 def kernel_name(math_: str, io: str, d: int, mask: str, bm: int, bn: int, mb: int) -> str:
@@ -91,7 +91,7 @@ CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/c
 class Sm90:
     """One configuration of the attention_sm90 template (its placeholders)."""
 
-    io: str            # bf16 | f16: Q/K/V/O element
+    io: str            # bf16 | f16: Q/K/V/O element; tf32 (with inp f32): fp32 operands, V transposed
     d: int             # head dim
     mask: str          # nomask | causal
     bn: int            # keys per step (BLOCK_N)
@@ -168,7 +168,10 @@ MASK_PROBLEMS = {
 #: shapes, each tile rounded to bf16 by the kernel; the baselines run under autocast(bf16).
 F32IN_PROBLEMS = {"mingpt_attention_core_f32in": PROBLEMS["mingpt_attention_core"],
                   "llama3_8b_block_attention_f32in": PROBLEMS["llama3_8b_block_attention"]}
-ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **F32IN_PROBLEMS}
+#: fp32 inputs under the tf32 policy: the same shapes in tf32 math (the sm90 kernel's
+#: transposing producer; the baselines with TF32 allowed).
+TF32_PROBLEMS = {f"{n}_tf32": PROBLEMS[n] for n in PROBLEMS}
+ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **F32IN_PROBLEMS, **TF32_PROBLEMS}
 
 
 def sm90_configs() -> list:
@@ -197,6 +200,14 @@ def sm90_configs() -> list:
             Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
             Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
             ("bf16", "f32", 128, "nomask", 128, 64, 1)]
+    # fp32 inputs under tf32: Q and K as they are, V transposed by the producer (v16), against
+    # the sm80 tf32 kernels the blocks chose.
+    tf = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, preg=64)
+    out += [Sm90("tf32", 128, "nomask", 64, lazy=1, **tf), Sm90("tf32", 128, "nomask", 64, **tf),
+            Sm90("tf32", 128, "causal", 64, lazy=1, **tf), ("tf32", "f32", 128, "nomask", 64, 64, 1),
+            ("tf32", "f32", 128, "causal", 64, 64, 1),
+            Sm90("tf32", 96, "causal", 96, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, lazy=1, **tf),
+            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), ("tf32", "f32", 96, "causal", 64, 64, 2)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
@@ -205,10 +216,12 @@ def sm90_configs() -> list:
     return out
 
 
-def cfg_matches(cfg, d: int, mask: str, f32in: bool = False) -> bool:
+def cfg_matches(cfg, d: int, mask: str, f32in: bool = False, tf32: bool = False) -> bool:
+    math_ = "tf32" if tf32 else "bf16"
+    f32 = f32in or tf32
     if isinstance(cfg, Sm90):
-        return cfg.io == "bf16" and cfg.inp == ("f32" if f32in else "") and cfg.d == d and cfg.mask == mask
-    return cfg[0] == "bf16" and cfg[1] == ("f32" if f32in else "bf16") and cfg[2] == d and cfg[3] == mask
+        return cfg.io == math_ and cfg.inp == ("f32" if f32 else "") and cfg.d == d and cfg.mask == mask
+    return cfg[0] == math_ and cfg[1] == ("f32" if f32 else "bf16") and cfg[2] == d and cfg[3] == mask
 
 
 def main() -> int:
@@ -460,7 +473,7 @@ def make_problem(pname: str, seed: int = 0, ramp: float = 0.0):
 
     B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
     g = torch.Generator(device="cuda").manual_seed(seed)
-    dt = torch.float32 if pname in F32IN_PROBLEMS else torch.bfloat16
+    dt = torch.float32 if pname in F32IN_PROBLEMS or pname in TF32_PROBLEMS else torch.bfloat16
     if layout == "qkv":
         C = H * D
         qkv = torch.randn(B, T, 3 * C, device="cuda", generator=g).to(dt)
@@ -663,8 +676,8 @@ def run_sm90(configs, built, opts) -> int:
     rows, ok_all = [], True
     for pname in opts.problems.split(","):
         B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
-        f32in = pname in F32IN_PROBLEMS
-        cfgs = [c for c in configs if c in built and cfg_matches(c, D, mask, f32in)]
+        f32in, tf32 = pname in F32IN_PROBLEMS, pname in TF32_PROBLEMS
+        cfgs = [c for c in configs if c in built and cfg_matches(c, D, mask, f32in, tf32)]
         if not cfgs:
             continue
         st = smoke(pname, cfgs, work, opts, log)
@@ -686,6 +699,9 @@ def run_sm90(configs, built, opts) -> int:
         # SDPA's own error on the same inputs, for scale
         m_t = P.get("m")
         sd_mask = None if m_t is None else (m_t if mask == "additive" else (m_t != 0) if mask == "keep" else (m_t == 0))
+        torch.backends.cuda.matmul.allow_tf32 = tf32  # the tf32 policy's baselines: TF32 allowed
+        torch.backends.cudnn.allow_tf32 = tf32
+
         def policy():  # fp32 inputs: the baselines under autocast(bf16), as eager runs the bf16 policy
             return torch.autocast("cuda", dtype=torch.bfloat16, enabled=f32in)
 
@@ -735,7 +751,7 @@ def run_sm90(configs, built, opts) -> int:
 
         cand["sdpa"], cand["sdpa_gqa"] = sdpa, sdpa_gqa
         cand["eager"] = eager
-        if opts.compile and pname in PROBLEMS:  # the three of the results file
+        if opts.compile and (pname in PROBLEMS or tf32):  # the rows of the results file
             cand["inductor"] = torch.compile(eager)
         times = time_variants(cand, trials=opts.trials)
         flops = 4 * B * H * T * T * D * (0.5 if causal else 1.0)
@@ -801,20 +817,21 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
     md = ["| problem | policy | FACT sm90 ms | SDPA ms | vs SDPA | SDPA `enable_gqa` ms | FACT sm80 ms | torch.compile ms "
           "| eager ms | max rel err (SDPA's) | kernel |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for pname in PROBLEMS:
+    for pname in [*PROBLEMS, *TF32_PROBLEMS]:
+        policy = "tf32" if pname in TF32_PROBLEMS else "bf16"
         mine = [r for r in rows if r["problem"] == pname]
         s90 = [r for r in mine if r["family"] == "sm90" and r["verified"] and "fact_ms" in r]
         s80 = [r for r in mine if r["family"] == "sm80" and r["verified"] and "fact_ms" in r]
         if not mine:
             continue
         if not s90:
-            out["rows"].append({"problem": pname, "policy": "bf16", "verified": False,
+            out["rows"].append({"problem": pname.removesuffix("_tf32"), "policy": policy, "verified": False,
                                 "kernels": [r["kernel"] for r in mine if r["family"] == "sm90"]})
             continue
         best = min(s90, key=lambda r: r["fact_ms"])
         b80 = min(s80, key=lambda r: r["fact_ms"]) if s80 else None
         base = {k: round(v, 4) for k, v in best["baselines_ms"].items() if k in ("sdpa", "eager", "inductor")}
-        row = {"problem": pname, "policy": "bf16", "fact_ms": round(best["fact_ms"], 4),
+        row = {"problem": pname.removesuffix("_tf32"), "policy": policy, "fact_ms": round(best["fact_ms"], 4),
                "fact_spread_ms": [round(x, 4) for x in best["fact_spread_ms"]], "baselines_ms": base,
                "sdpa_gqa_ms": round(best["baselines_ms"].get("sdpa_gqa", float("nan")), 4),
                "max_rel_err": best["max_rel_err"], "sdpa_max_rel_err": best["sdpa_max_rel_err"],
@@ -825,11 +842,12 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
         out["rows"].append(row)
         md.append(md_row(row))
     path.write_text(json.dumps(out, indent=1) + "\n")
-    head = [f"# Attention kernels on the {out['machine']['gpu']} (kernel level, bf16)", "",
+    head = [f"# Attention kernels on the {out['machine']['gpu']} (kernel level, bf16 and tf32)", "",
             f"`{out['command']}` at {out['machine']['fact_commit'] or '?'}, {out['date']}; median of "
             f"{opts.trials} trials, L2 flushed, all variants alternating in one process; every output "
             "element checked against float64 before timing. SDPA: `F.scaled_dot_product_attention` on the "
-            "same tensors (K/V heads repeated beforehand; the output made [B, T, H, D] contiguous).", ""]
+            "same tensors (K/V heads repeated beforehand; the output made [B, T, H, D] contiguous). tf32 rows: "
+            "fp32 inputs, the baselines with TF32 allowed.", ""]
     path.with_suffix(".md").write_text("\n".join(head + md) + "\n")
 
 

@@ -47,6 +47,10 @@ constexpr double kOneWgRate = 0.70;
 // fp32 inputs: the producer rounds every tile in shared memory while the consumers run;
 // assumed to cost 15 % of a step (a prediction: docs/perf-notes.md v14 measures it).
 constexpr double kConvertStepCost = 1.15;
+// tf32: dense tf32 WGMMA runs at half the 16-bit rate (H100/H200 datasheets: 495 against
+// 989 TFLOP/s), and the producer's V transposition shares shared memory's bandwidth with
+// the SS Q K^T: assumed 10 % of a step (a prediction: docs/perf-notes.md v16 measures it).
+constexpr double kTf32StepCost = 2.0 * 1.10;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -68,14 +72,21 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
 
 bool attention_sm90_converts(const AttentionFamily& f) { return f.element == DType::f32 && f.math == "bf16"; }
 
+bool attention_sm90_transposes(const AttentionFamily& f) { return f.element == DType::f32 && f.math == "tf32"; }
+
+namespace {
+bool staged(const AttentionFamily& f) { return attention_sm90_converts(f) || attention_sm90_transposes(f); }
+}  // namespace
+
 bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p, std::string& why) {
   why.clear();
   const bool own = f.element != DType::f32 && f.math == (f.element == DType::bf16 ? "bf16" : "f16");
-  if (!own && !attention_sm90_converts(f)) {
-    why = "the sm90 attention kernel takes bf16 or fp16 inputs in their own math, or fp32 inputs in bf16 math";
+  if (!own && !staged(f)) {
+    why = "the sm90 attention kernel takes bf16 or fp16 inputs in their own math, or fp32 inputs in bf16 or tf32 "
+          "math";
     return false;
   }
-  if (attention_sm90_converts(f) && f.mask == MaskKind::additive) {
+  if (staged(f) && f.mask == MaskKind::additive) {
     why = "fp32 inputs with an additive mask: the sm90 kernel reads 16-bit mask pairs (the sm80 kernel takes it)";
     return false;
   }
@@ -113,14 +124,15 @@ namespace {
 // The template's kOffStage: the Q tiles, the K/V ring and epilogue 1's O tile.
 std::size_t tiles_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const AttentionSm90Options& o = *c.sm90;
-  const std::size_t tile_q = std::size_t(c.block_m) * std::size_t(f.head_dim) * 2;
-  const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * 2;
+  const std::size_t elem = attention_sm90_transposes(f) ? 4 : 2;  // the GEMMs' operands in shared memory
+  const std::size_t tile_q = std::size_t(c.block_m) * std::size_t(f.head_dim) * elem;
+  const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * elem;
   return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0);
 }
 }  // namespace
 
 int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c) {
-  if (!attention_sm90_converts(f)) return 0;
+  if (!staged(f)) return 0;
   const AttentionSm90Options& o = *c.sm90;
   const long long cap =
       (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * o.stages + o.staging_max);
@@ -144,11 +156,11 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
   if (!c.sm90 || !valid_schedule(f, c)) return false;
-  if (attention_sm90_converts(f) &&
+  if (staged(f) &&
       (c.sm90->epilogue != 0 || c.sm90->cluster != 1 || c.block_m % c.sm90->stage_rows != 0 ||
-        c.block_n % c.sm90->stage_rows != 0 ||
-       attention_sm90_staging_slots(f, c) < 2))
+       c.block_n % c.sm90->stage_rows != 0 || attention_sm90_staging_slots(f, c) < 2))
     return false;
+  if (attention_sm90_transposes(f) && (c.sm90->stage_rows != 32 || c.block_n % 32 != 0)) return false;
   const std::size_t smem = attention_sm90_smem_bytes(f, c);
   const std::size_t mb = std::size_t(c.min_blocks);
   return smem <= kTemplateSmemLimit / mb && smem <= gpu.smem_per_block &&
@@ -186,6 +198,20 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
       if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }
+  if (attention_sm90_transposes(f)) {
+    // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
+    // head dim 64); O leaves from registers; 64 producer registers (56 spill in the
+    // transposition); lazy rescaling and eager, chained and not (docs/perf-notes.md v16).
+    AttentionSm90Options tf = base, tf_eager = base, tf_chain = base;
+    tf.epilogue = tf_eager.epilogue = tf_chain.epilogue = 0;
+    tf.producer_regs = tf_eager.producer_regs = tf_chain.producer_regs = 64;
+    tf_eager.lazy_rescale = false;
+    tf_chain.chain = true;
+    for (int bn : {128, 96, 64})
+      for (const AttentionSm90Options& o : {tf, tf_eager, tf_chain})
+        if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
+    return out;
+  }
   for (const auto& c : all) {
     if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
   }
@@ -203,6 +229,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   if (o.lazy_rescale) step_s *= mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
   if (o.chain) step_s *= kChainStepCost;
   if (attention_sm90_converts(f)) step_s *= kConvertStepCost;
+  if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
                              (o.epilogue == 0 ? kEpilogue0Steps : o.epilogue == 2 ? kEpilogue2Steps : 0.0);
 
@@ -243,7 +270,9 @@ double attention_sm90_estimate_seconds(const AttentionFamily& f, const Attention
 
 std::string attention_sm90_kernel_name(const AttentionFamily& f, const AttentionConfig& c) {
   const AttentionSm90Options& o = *c.sm90;
-  const std::string io = attention_sm90_converts(f) ? std::string("bf16_f32") : attention_io_token(f.element);
+  const std::string io = attention_sm90_converts(f)     ? std::string("bf16_f32")
+                         : attention_sm90_transposes(f) ? std::string("tf32_f32")
+                                                        : attention_io_token(f.element);
   std::string s = fmt::format("fact_attn_sm90_{}_d{}_{}_{}x{}_s{}_wg{}", io, f.head_dim,
                               attention_mask_token(f.mask), c.block_m, c.block_n, o.stages, o.consumer_wg);
   if (o.overlap) s += "_ov";

@@ -8,7 +8,8 @@
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
 //       [_e<epilogue>][_l2][_lazy][_chain][_c2][_r<producer regs>]
 // io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
-// math: each tile rounded in shared memory by the converting producer); _e only for epilogue 1 or 2, _c2 for
+// math: each tile rounded in shared memory by the converting producer) | tf32_f32 (fp32
+// inputs and output, tf32 math: V transposed by the producer); _e only for epilogue 1 or 2, _c2 for
 // clusters of two, _r only when the producer keeps other than 24 registers. E.g.
 //   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
 #pragma once
@@ -24,13 +25,20 @@ namespace fact::realize {
 /// INPUT is float, its ELEMENT bf16, and the producer rounds each fp32 tile the TMA stages.
 bool attention_sm90_converts(const AttentionFamily& f);
 
-/// Staging slots of 32 x D fp32 the converting producer gets (the template's kStagingSlots:
+/// True for fp32 inputs in tf32 math (the tf32 policy on an fp32 model): the template's
+/// ELEMENT and INPUT are float; Q and K go to the WGMMA as the TMA brings them, and the
+/// producer warpgroup transposes each staged V sub-tile into a K-major V^T tile (tf32 WGMMA
+/// takes K-major operands only).
+bool attention_sm90_transposes(const AttentionFamily& f);
+
+/// Staging slots of 32 x D fp32 the converting or transposing producer gets (the template's kStagingSlots:
 /// as many as fit beside the tiles, at most 4); 0 when `f` does not convert.
 int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c);
 
 /// True when the sm90 member can implement `p` under family `f`: bf16 or fp16 elements with
-/// the math of their own dtype, or fp32 inputs in bf16 math without an additive mask (the
-/// template's ELEMENT and INPUT; fp32 inputs under tf32 and fp32 are sm80 only), every
+/// the math of their own dtype, or fp32 inputs in bf16 or tf32 math without an additive mask
+/// (the template's ELEMENT and INPUT; fp32 inputs under the fp32 policy, 3xtf32, are sm80
+/// only), every
 /// Q/K/V/O stride below 2^40 bytes (the TMA's limit; the
 /// multiples of 16 bytes are attention_family's check already), a mask tensor's strides
 /// even (two keys per load), no mask prologue (AttentionProblem::mask_prologue: the sm90
@@ -41,7 +49,7 @@ bool attention_sm90_applies(const AttentionFamily& f, const AttentionProblem& p,
 /// Dynamic shared memory of one CTA in bytes, as the template's kSmemBytes: (1 + CHAIN) Q
 /// tiles of BLOCK_M x D, 2 x STAGES K/V tiles of BLOCK_N x D, an O tile of BLOCK_M x D with
 /// EPILOGUE 1 (2-byte elements), the staging slots (attention_sm90_staging_slots, 32 x D
-/// x 4 bytes each), 8 x (4 + 4 x STAGES + slots) bytes of mbarriers and 1 KiB of alignment
+/// x 4 bytes each; tf32: every tile of 4-byte elements), 8 x (4 + 4 x STAGES + slots) bytes of mbarriers and 1 KiB of alignment
 /// slack.
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c);
 
@@ -69,7 +77,8 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
 /// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and it
-/// with 72.
+/// with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64} keys, epilogue 0, 64
+/// producer registers, each lazy, eager and chained (lazy).
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 

@@ -31,9 +31,9 @@ json mingpt_problem(const std::string& dtype) {
               {"output_layout", "bthd"}};
 }
 
-// Realizes `problem` without a GPU at tune budget 1; checks the one candidate built with the
-// name prefix `prefix`, exports the ABI and holds sm_90a code; returns it.
-json build_first(const json& problem, const std::string& prefix) {
+// Realizes `problem` without a GPU at tune budget 1 under `policy`; checks the one candidate
+// built with the name prefix `prefix`, exports the ABI and holds sm_90a code; returns it.
+json build_first(const json& problem, const std::string& prefix, fact::Precision policy = fact::Precision::tf32) {
   const fs::path dir = fs::temp_directory_path() / ("fact-compile-attention-" + prefix);
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -47,7 +47,7 @@ json build_first(const json& problem, const std::string& prefix) {
   o.no_gpu = true;
   o.jobs = 1;
   o.tune_budget = 1;
-  o.policy = fact::Precision::tf32;
+  o.policy = policy;
   EXPECT_EQ(fact::realize::run_realize(o), 0);
   const json r = json::parse(fact::read_file(dir / "realized.json"));
   const json& pat = r.at("patterns").at(0);
@@ -78,7 +78,17 @@ bool skip_nvcc() {
 
 TEST(CompileAttention, OneKernelBuildsForSm90aAndExportsTheAbi) {
   if (skip_nvcc()) GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
-  build_first(mingpt_problem("float32"), "fact_attn_sm80_tf32_f32_d96_causal_");  // fp32 inputs: sm80 only
+  // fp32 inputs under the fp32 policy (3xTF32): sm80 only
+  build_first(mingpt_problem("float32"), "fact_attn_sm80_3xtf32_f32_d96_causal_", fact::Precision::fp32);
+}
+
+// fp32 inputs under tf32: the sm90 member's transposing producer comes first.
+TEST(CompileAttention, OneTf32Sm90KernelBuildsForSm90aWithoutWgmmaSerialization) {
+  if (skip_nvcc()) GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
+  const json c = build_first(mingpt_problem("float32"), "fact_attn_sm90_tf32_f32_d96_causal_128x");
+  ASSERT_EQ(c.at("status"), "built");
+  const std::string log = fact::read_file(fs::path(c.at("object").get<std::string>()).parent_path() / "build.log");
+  EXPECT_EQ(fact::realize::wgmma_serialization_warning(log), "") << log;
 }
 
 // The sm90 member's best-ranked kernel comes first for bf16 inputs (no GPU: an H200 assumed).

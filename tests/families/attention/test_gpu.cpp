@@ -138,16 +138,18 @@ const CandidateOutcome& outcome(const std::vector<CandidateOutcome>& out, const 
   throw std::runtime_error("no candidate " + name);
 }
 
-// Verifies and times the built kernel `b` of `p` (tf32 policy) next to copies of it broken
-// each way in `hows`, after the vendor bound when `with_vendor` (2 warm-up runs, 20 trials,
-// verbose); `verification` gets the log.
+// Verifies and times the built kernel `b` of `p` under `policy` (the one it was built for:
+// the family's math sets the error bound) next to copies of it broken each way in `hows`,
+// after the vendor bound when `with_vendor` (2 warm-up runs, 20 trials, verbose);
+// `verification` gets the log.
 std::vector<CandidateOutcome> verify_with_broken(const AttentionProblem& p, const BuildResult& b,
                                                  std::initializer_list<Broken::How> hows, const GpuInfo& info,
-                                                 nlohmann::json& verification, bool with_vendor = false) {
+                                                 nlohmann::json& verification, bool with_vendor = false,
+                                                 Precision policy = Precision::tf32) {
   std::string why;
-  const auto family = attention_family(p, Precision::tf32, why);
+  const auto family = attention_family(p, policy, why);
   std::vector<std::unique_ptr<AttentionCandidate>> cands;
-  if (with_vendor) cands.push_back(make_attention_vendor_bound(p, Precision::tf32));
+  if (with_vendor) cands.push_back(make_attention_vendor_bound(p, policy));
   cands.push_back(load_attention_candidate(b.name, b.library.string(), b.name));
   for (auto how : hows) {
     cands.push_back(std::make_unique<Broken>(load_attention_candidate(b.name, b.library.string(), b.name), how, p));
@@ -291,12 +293,38 @@ TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
     const BuildResult b = build_one(p, Precision::bf16, AttentionGpuLimits{});
     ASSERT_TRUE(b.ok) << b.reason;
     ASSERT_EQ(b.name.rfind("fact_attn_sm90_bf16_f32_", 0), 0u) << b.name;
-    nlohmann::json verification;
-    const auto out = verify_with_broken(p, b, {Broken::nothing}, *s.gpu, verification);
+    nlohmann::json verification;  // bf16 math: the bf16 policy's bound (not tf32's, 4x tighter)
+    const auto out = verify_with_broken(p, b, {Broken::nothing}, *s.gpu, verification, false, Precision::bf16);
     const auto& real = outcome(out, b.name);
     EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
     EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
     EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+  }
+}
+
+// fp32 inputs under tf32: the transposing producer's kernel (V^T with its keys permuted)
+// passes on minGPT's views and on grouped heads with a sliding window and a partial last
+// block; one that skips its writes or doubles the scale is quarantined.
+TEST(AttentionGpu, Sm90Tf32KernelPassesAndBrokenOnesAreQuarantined) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem gqa = llama_heads_bf16();
+  gqa.dtype = DType::f32;
+  gqa.window = 100;
+  AttentionProblem plain = llama_heads_bf16();
+  plain.dtype = DType::f32;
+  plain.mask = MaskKind::none;
+  for (const AttentionProblem& p : {mingpt_causal(), gqa, plain}) {
+    const BuildResult b = build_one(p, Precision::tf32, AttentionGpuLimits{});
+    ASSERT_TRUE(b.ok) << b.reason;
+    ASSERT_EQ(b.name.rfind("fact_attn_sm90_tf32_f32_", 0), 0u) << b.name;
+    nlohmann::json verification;
+    const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::double_scale}, *s.gpu, verification);
+    const auto& real = outcome(out, b.name);
+    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
+    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
+    EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+    EXPECT_NE(outcome(out, b.name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << b.name;
   }
 }
 

@@ -114,9 +114,15 @@ TEST(AttentionSpace, AnH200HoldsAllButThreeCTAsOfTheLargestTf32Tiles) {
       const AttentionProblem p = contiguous(DType::f32, d);
       const auto f = attention_family(p, pol, why);
       ASSERT_TRUE(f) << why;
-      const auto space = names(*f, attention_tuning_space(*f, p, AttentionGpuLimits{}, 0));
+      const auto space = names(*f, attention_tuning_space(*f, p, h200_sm80_only(), 0));
       EXPECT_EQ(space.size(), tf32_sizes.at(d)) << f->math << " d" << d;
       EXPECT_EQ(space.count(attention_kernel_name(*f, {128, 64, 3})), d == 64 ? 1u : 0u);
+      // With the sm90 member: under tf32 its transposing configurations besides (9, 5, 2);
+      // 3xTF32 has none.
+      const std::map<int64_t, size_t> sm90_tf32{{64, 9}, {96, 5}, {128, 2}};
+      EXPECT_EQ(attention_tuning_space(*f, p, AttentionGpuLimits{}, 0).size(),
+                tf32_sizes.at(d) + (pol == Precision::tf32 ? sm90_tf32.at(d) : 0))
+          << f->math << " d" << d;
     }
     for (DType dt : {DType::bf16, DType::f16}) {
       const AttentionProblem p = contiguous(dt, d);

@@ -64,11 +64,24 @@ TEST(AttentionSm90, AppliesToBf16AndFp16InputsOnAnSm90) {
       EXPECT_TRUE(attention_sm90_applies(family_of(p, pol), p, why)) << why;
     }
   }
-  for (Precision pol : {Precision::tf32, Precision::fp32}) {  // fp32 inputs in tf32 / 3xTF32 math: sm80 only
+  {  // fp32 inputs in 3xTF32 math (the fp32 policy): sm80 only
     const AttentionProblem p = hf_causal(DType::f32);
-    EXPECT_FALSE(attention_sm90_applies(family_of(p, pol), p, why));
+    EXPECT_FALSE(attention_sm90_applies(family_of(p, Precision::fp32), p, why));
     EXPECT_NE(why.find("bf16 or fp16 inputs"), std::string::npos) << why;
-    for (const auto& n : ranked_names(p)) EXPECT_EQ(n.rfind("fact_attn_sm80_", 0), 0u) << n;
+    EXPECT_FALSE(attention_sm90_transposes(family_of(p, Precision::fp32)));
+  }
+  {  // fp32 inputs in tf32 math: the transposing producer, ranked first; not with an additive mask
+    const AttentionProblem p = hf_causal(DType::f32);
+    const AttentionFamily tf = family_of(p, Precision::tf32);
+    EXPECT_TRUE(attention_sm90_transposes(tf));
+    EXPECT_FALSE(attention_sm90_converts(tf));
+    EXPECT_TRUE(attention_sm90_applies(tf, p, why)) << why;
+    const std::vector<std::string> names = ranked_names(p);
+    ASSERT_FALSE(names.empty());
+    EXPECT_EQ(names[0].rfind("fact_attn_sm90_tf32_f32_d128_causal_128x", 0), 0u) << names[0];
+    const AttentionProblem add = bthd(DType::f32, 2, 8, 8, 256, 64, MaskKind::additive);
+    EXPECT_FALSE(attention_sm90_applies(family_of(add, Precision::tf32), add, why));
+    EXPECT_NE(why.find("additive mask"), std::string::npos) << why;
   }
   // fp32 inputs under bf16: the converting producer, except with an additive mask (fp32 mask
   // elements; the template reads 16-bit pairs).
@@ -202,6 +215,51 @@ TEST(AttentionSm90, Fp32InputsStageTheirTilesInSlotsThatFit) {
   ASSERT_EQ(ranked.size(), 2u);
   EXPECT_EQ(attention_kernel_name(f, ranked[0]).rfind("fact_attn_sm90_bf16_f32_d96_causal_", 0), 0u);
   EXPECT_EQ(attention_kernel_name(f, ranked[1]).rfind("fact_attn_sm80_bf16_f32_d96_causal_", 0), 0u);
+}
+
+TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
+  const AttentionFamily d128{"tf32", DType::f32, 128, MaskKind::none};
+  const AttentionFamily d96{"tf32", DType::f32, 96, MaskKind::causal};
+  const AttentionGpuLimits h200;
+  AttentionSm90Options tf;
+  tf.epilogue = 0;
+  tf.producer_regs = 64;
+  // d128, 64 keys: Q 64 KiB, K and V^T 2 x 2 x 32 KiB, 2 slots of 16 KiB, 8 x (4 + 8 + 2) B.
+  EXPECT_EQ(attention_sm90_staging_slots(d128, sm90(128, 64, 1, tf)), 2);
+  EXPECT_EQ(attention_sm90_smem_bytes(d128, sm90(128, 64, 1, tf)), 65536u + 131072 + 32768 + 112 + 1024);
+  EXPECT_TRUE(attention_sm90_config_fits(d128, sm90(128, 64, 1, tf), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d128, sm90(128, 96, 1, tf), h200));  // 64 + 192 KiB of tiles
+  // d96, 96 keys: Q 48 KiB, 4 x 36 KiB, 2 slots of 12 KiB; 128 keys do not fit.
+  EXPECT_EQ(attention_sm90_staging_slots(d96, sm90(128, 96, 1, tf)), 2);
+  EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(128, 96, 1, tf), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, tf), h200));
+  // Not for tf32: epilogue 1 (O is fp32), 64-row staging (V^T's key panels are 32 keys).
+  AttentionSm90Options e1 = tf, sr64 = tf;
+  e1.epilogue = 1;
+  sr64.stage_rows = 64;
+  EXPECT_FALSE(attention_sm90_config_fits({"tf32", DType::f32, 64, MaskKind::none}, sm90(128, 64, 1, e1), h200));
+  EXPECT_FALSE(attention_sm90_config_fits({"tf32", DType::f32, 64, MaskKind::none}, sm90(128, 64, 1, sr64), h200));
+  // The space: lazy, eager and chained at each key count that fits (chaining's second Q tile
+  // leaves no room at 96 keys, nor at head dim 128); names tf32_f32.
+  const auto s128 = attention_sm90_space(d128, h200);
+  ASSERT_EQ(s128.size(), 2u);
+  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[0]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_lazy_r64");
+  EXPECT_EQ(attention_sm90_space(d96, h200).size(), 5u);
+  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 9u);
+  // Ranked: an sm90 kernel first on minGPT's core, at twice the bf16 step's cost.
+  const AttentionProblem p = mingpt(DType::f32);
+  const std::vector<std::string> names = ranked_names(p, 2);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].rfind("fact_attn_sm90_tf32_f32_d96_causal_128x", 0), 0u) << names[0];
+  EXPECT_EQ(names[1].rfind("fact_attn_sm80_tf32_f32_d96_causal_", 0), 0u) << names[1];
+  const AttentionFamily bf{"bf16", DType::bf16, 96, MaskKind::causal};
+  AttentionSm90Options bf_o;
+  bf_o.epilogue = 0;
+  bf_o.producer_regs = 64;
+  const AttentionProblem pb = mingpt();
+  EXPECT_NEAR(attention_sm90_compute_seconds(d96, sm90(128, 96, 1, tf), p, h200) /
+                  attention_sm90_compute_seconds(bf, sm90(128, 96, 1, bf_o), pb, h200),
+              2.2, 1e-9);
 }
 
 TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
