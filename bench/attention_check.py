@@ -204,10 +204,12 @@ def sm90_configs() -> list:
     # the sm80 tf32 kernels the blocks chose.
     tf = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, preg=64)
     out += [Sm90("tf32", 128, "nomask", 64, lazy=1, **tf), Sm90("tf32", 128, "nomask", 64, **tf),
-            Sm90("tf32", 128, "causal", 64, lazy=1, **tf), ("tf32", "f32", 128, "nomask", 64, 64, 1),
-            ("tf32", "f32", 128, "causal", 64, 64, 1),
-            Sm90("tf32", 96, "causal", 96, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, lazy=1, **tf),
-            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), ("tf32", "f32", 96, "causal", 64, 64, 2)]
+            Sm90("tf32", 128, "causal", 64, lazy=1, **tf), Sm90("tf32", 128, "causal", 64, **tf),
+            ("tf32", "f32", 128, "nomask", 64, 64, 1), ("tf32", "f32", 128, "causal", 64, 64, 1),
+            Sm90("tf32", 96, "causal", 96, lazy=1, **tf), Sm90("tf32", 96, "causal", 96, **tf),
+            Sm90("tf32", 96, "causal", 64, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, **tf),
+            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, **tf),
+            ("tf32", "f32", 96, "causal", 64, 64, 2), ("tf32", "f32", 96, "causal", 64, 32, 1)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

@@ -51,6 +51,9 @@ constexpr double kConvertStepCost = 1.15;
 // 989 TFLOP/s), and the producer's V transposition shares shared memory's bandwidth with
 // the SS Q K^T: assumed 10 % of a step (a prediction: docs/perf-notes.md v16 measures it).
 constexpr double kTf32StepCost = 2.0 * 1.10;
+// tf32 with lazy rescaling: 27 % slower on the Llama block (v16: 5.316 against 4.194 ms
+// eager), where the 16-bit kernels gain 3 %.
+constexpr double kLazyTf32 = 1.27;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -201,14 +204,16 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
   if (attention_sm90_transposes(f)) {
     // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
     // head dim 64); O leaves from registers; 64 producer registers (56 spill in the
-    // transposition); lazy rescaling and eager, chained and not (docs/perf-notes.md v16).
-    AttentionSm90Options tf = base, tf_eager = base, tf_chain = base;
-    tf.epilogue = tf_eager.epilogue = tf_chain.epilogue = 0;
-    tf.producer_regs = tf_eager.producer_regs = tf_chain.producer_regs = 64;
-    tf_eager.lazy_rescale = false;
-    tf_chain.chain = true;
+    // transposition); eager rescaling and lazy, chained and not (docs/perf-notes.md v16).
+    AttentionSm90Options tf = base, tf_lazy = base, tf_chain = base, tf_lazy_chain = base;
+    for (AttentionSm90Options* o : {&tf, &tf_lazy, &tf_chain, &tf_lazy_chain}) {
+      o->epilogue = 0;
+      o->producer_regs = 64;
+      o->lazy_rescale = o == &tf_lazy || o == &tf_lazy_chain;
+      o->chain = o == &tf_chain || o == &tf_lazy_chain;
+    }
     for (int bn : {128, 96, 64})
-      for (const AttentionSm90Options& o : {tf, tf_eager, tf_chain})
+      for (const AttentionSm90Options& o : {tf, tf_lazy, tf_chain, tf_lazy_chain})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }
@@ -226,7 +231,8 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   else if (!o.pingpong) rate *= kNoPingpongRate;
   double step_s = 4.0 * c.block_m * c.block_n * double(f.head_dim) / rate;
   step_s *= (1.0 + kStepOverhead * 128.0 / c.block_n) / (1.0 + kStepOverhead);
-  if (o.lazy_rescale) step_s *= mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
+  if (o.lazy_rescale)
+    step_s *= attention_sm90_transposes(f) ? kLazyTf32 : mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
   if (o.chain) step_s *= kChainStepCost;
   if (attention_sm90_converts(f)) step_s *= kConvertStepCost;
   if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;

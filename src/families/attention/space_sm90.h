@@ -78,7 +78,7 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
 /// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and it
 /// with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64} keys, epilogue 0, 64
-/// producer registers, each lazy, eager and chained (lazy).
+/// producer registers, each eager and lazy, chained and not.
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
