@@ -5,9 +5,15 @@ driver, torch, CUDA, CUTLASS and FACT commit; a field a part leaves null, e.g. t
 kernel-level rows, is taken from the others), else the merge is refused. The merged
 file's command lists each part's command.
 
+With ``--replace BASE.json`` the parts' rows replace BASE's rows of the same problem,
+policy and model dtype instead (the others are kept): each row then names the commit it
+was measured at (``fact_commit``), so parts of other commits may be merged; the machine
+block must agree otherwise and takes the newest part's commit.
+
 Usage::
 
     python bench/merge_results.py PART.json [PART.json ...] --out MERGED.json
+    python bench/merge_results.py --replace BASE.json PART.json ... --out BASE.json
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("parts", nargs="+")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--replace", default=None, metavar="BASE.json",
+                        help="replace BASE's rows of the same problem, policy and model dtype")
     args = parser.parse_args(argv)
+    if args.replace:
+        return replace_rows(args.replace, args.parts, args.out)
     docs = []
     for path in args.parts:
         with open(path, encoding="utf-8") as f:
@@ -47,6 +57,43 @@ def main(argv: list[str] | None = None) -> int:
     merged["date"] = docs[0]["date"]  # when the measuring started
     write_bench(args.out, merged)
     print(f"wrote {args.out}")
+    return 0
+
+
+def row_key(row: dict) -> tuple:
+    """What a replacing row must share with the row it replaces."""
+    return row.get("problem"), row.get("policy"), row.get("model_dtype")
+
+
+def replace_rows(base_path: str, parts: list[str], out: str) -> int:
+    """BASE's rows with the parts' rows put in place of (or after) those of the same key;
+    returns 0, or 2 when a part's machine differs in anything but the commit."""
+    with open(base_path, encoding="utf-8") as f:
+        base = json.load(f)
+    machine = dict(base["machine"])
+    rows = [dict(r, fact_commit=r.get("fact_commit") or machine.get("fact_commit")) for r in base["rows"]]
+    commands = [base["command"]]
+    for path in parts:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        for key, value in doc["machine"].items():
+            if key != "fact_commit" and value is not None and machine.get(key) not in (None, value):
+                print(f"{path}: measured on another machine ({key} {value!r} vs {machine[key]!r}); not merged",
+                      file=sys.stderr)
+                return 2
+            if value is not None:
+                machine[key] = value
+        commands.append(doc["command"])
+        for new in doc["rows"]:
+            new = dict(new, fact_commit=new.get("fact_commit") or doc["machine"].get("fact_commit"))
+            at = [i for i, r in enumerate(rows) if row_key(r) == row_key(new)]
+            if at:
+                rows[at[0]] = new
+            else:
+                rows.append(new)
+    merged = bench_document(" && ".join(commands), rows, machine)
+    write_bench(out, merged)
+    print(f"wrote {out}")
     return 0
 
 
