@@ -110,6 +110,7 @@ class Sm90:
     inp: str = ""      # f32: fp32 Q/K/V/O, each tile rounded to io in shared memory ("" = io)
     srows: int = 32    # f32: rows of a staging sub-tile
     slots: int = 4     # f32: at most this many staging slots (as many as fit)
+    qreg: int = 0      # tf32: Q in registers (Q K^T from registers)
 
     @property
     def bm(self) -> int:
@@ -121,6 +122,7 @@ class Sm90:
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
                 f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
+                f"{'_qr' if self.qreg else ''}"
                 f"{f'_r{self.preg}' if self.preg != 24 else ''}"
                 f"{f'_sr{self.srows}' if self.srows != 32 else ''}{f'_sl{self.slots}' if self.slots != 4 else ''}")
 
@@ -135,7 +137,7 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
             "EPILOGUE": str(c.epilogue), "L2HINT": str(c.l2hint),
             "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain),
             "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg), "STAGE_ROWS": str(c.srows),
-            "STAGING_MAX": str(c.slots)}
+            "STAGING_MAX": str(c.slots), "QREG": str(c.qreg)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -209,7 +211,10 @@ def sm90_configs() -> list:
             Sm90("tf32", 96, "causal", 96, lazy=1, **tf), Sm90("tf32", 96, "causal", 96, **tf),
             Sm90("tf32", 96, "causal", 64, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, **tf),
             Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, **tf),
-            ("tf32", "f32", 96, "causal", 64, 64, 2), ("tf32", "f32", 96, "causal", 64, 32, 1)]
+            ("tf32", "f32", 96, "causal", 64, 64, 2), ("tf32", "f32", 96, "causal", 64, 32, 1),
+            # Q in registers (not yet in the tuning space)
+            Sm90("tf32", 96, "causal", 64, qreg=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, qreg=1, **tf),
+            Sm90("tf32", 128, "causal", 64, qreg=1, **tf), Sm90("tf32", 128, "nomask", 64, qreg=1, **tf)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

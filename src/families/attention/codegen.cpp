@@ -54,6 +54,7 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"PRODUCER_REGS", std::to_string(o.producer_regs)},
       {"STAGE_ROWS", std::to_string(o.stage_rows)},
       {"STAGING_MAX", std::to_string(o.staging_max)},
+      {"QREG", flag(o.qreg)},
   });
 }
 

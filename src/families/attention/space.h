@@ -50,6 +50,7 @@ struct AttentionSm90Options {
   int producer_regs = 24;    // registers the producer warpgroup keeps (40 for clusters)
   int stage_rows = 32;       // fp32 inputs: rows of a staging sub-tile (32 | 64)
   int staging_max = 4;       // fp32 inputs: at most this many staging slots (as many as fit)
+  bool qreg = false;         // tf32: Q in registers, Q K^T from registers (RS; not yet in the space)
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

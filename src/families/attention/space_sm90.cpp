@@ -164,6 +164,7 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
        c.block_n % c.sm90->stage_rows != 0 || attention_sm90_staging_slots(f, c) < 2))
     return false;
   if (attention_sm90_transposes(f) && (c.sm90->stage_rows != 32 || c.block_n % 32 != 0)) return false;
+  if (c.sm90->qreg && (!attention_sm90_transposes(f) || c.sm90->epilogue == 2)) return false;
   const std::size_t smem = attention_sm90_smem_bytes(f, c);
   const std::size_t mb = std::size_t(c.min_blocks);
   return smem <= kTemplateSmemLimit / mb && smem <= gpu.smem_per_block &&
@@ -290,6 +291,7 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.lazy_rescale) s += "_lazy";
   if (o.chain) s += "_chain";
   if (o.cluster == 2) s += "_c2";
+  if (o.qreg) s += "_qr";
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

@@ -6,11 +6,11 @@
 //
 // Names (bench/attention_check.py's Sm90.name, which measured the kernels under them):
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
-//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_r<producer regs>]
+//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_r<producer regs>]
 // io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
 // math: each tile rounded in shared memory by the converting producer) | tf32_f32 (fp32
 // inputs and output, tf32 math: V transposed by the producer); _e only for epilogue 1 or 2, _c2 for
-// clusters of two, _r only when the producer keeps other than 24 registers. E.g.
+// clusters of two, _qr for Q in registers (tf32 only), _r only when the producer keeps other than 24 registers. E.g.
 //   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
 #pragma once
 #include <cstddef>

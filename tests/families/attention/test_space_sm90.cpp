@@ -325,6 +325,17 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   all.producer_regs = 40;
   EXPECT_EQ(attention_kernel_name({"f16", DType::f16, 64, MaskKind::none}, sm90(128, 160, 1, all)),
             "fact_attn_sm90_f16_d64_nomask_128x160_s3_wg2_ov_pp_mb1_l2_c2_r40");
+  // tf32 with Q in registers (not in the space; the template's option).
+  AttentionSm90Options qr;
+  qr.epilogue = 0;
+  qr.producer_regs = 64;
+  qr.qreg = true;
+  const AttentionFamily tf{"tf32", DType::f32, 96, MaskKind::causal};
+  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, qr)),
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_qr_r64");
+  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, qr), AttentionGpuLimits{}));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 64, 1, qr),
+                                          AttentionGpuLimits{}));  // tf32 only
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
