@@ -212,6 +212,8 @@ def sm90_configs() -> list:
             Sm90("tf32", 96, "causal", 64, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, **tf),
             Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, **tf),
             ("tf32", "f32", 96, "causal", 64, 64, 2), ("tf32", "f32", 96, "causal", 64, 32, 1),
+            # 128 keys with one K/V stage (the only 128-key tile that fits at head dim 96)
+            Sm90("tf32", 96, "causal", 128, stages=1, **tf), Sm90("tf32", 96, "causal", 128, stages=1, chain=1, **tf),
             # Q in registers (not yet in the tuning space)
             Sm90("tf32", 96, "causal", 64, qreg=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, qreg=1, **tf),
             Sm90("tf32", 128, "causal", 64, qreg=1, **tf), Sm90("tf32", 128, "nomask", 64, qreg=1, **tf)]
