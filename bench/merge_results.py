@@ -44,20 +44,28 @@ def main(argv: list[str] | None = None) -> int:
             docs.append(json.load(f))
     machine: dict = {}
     for path, doc in zip(args.parts, docs):
-        for key, value in doc["machine"].items():
-            if value is None:
-                continue
-            if machine.get(key) not in (None, value):
-                print(f"{path}: measured on another machine or commit ({key} {value!r} vs "
-                      f"{machine[key]!r}); not merged", file=sys.stderr)
-                return 2
-            machine[key] = value
+        if not merge_machine(machine, doc["machine"], path):
+            return 2
     command = " && ".join(d["command"] for d in docs)
     merged = bench_document(command, [r for d in docs for r in d["rows"]], machine)
     merged["date"] = docs[0]["date"]  # when the measuring started
     write_bench(args.out, merged)
     print(f"wrote {args.out}")
     return 0
+
+
+def merge_machine(machine: dict, part: dict, path: str, may_differ: tuple = ()) -> bool:
+    """Fold a part's machine block into ``machine`` (a null field takes the other's value, a
+    field in ``may_differ`` the part's); False, with the reason on stderr, when they differ."""
+    for key, value in part.items():
+        if value is None:
+            continue
+        if key not in may_differ and machine.get(key) not in (None, value):
+            print(f"{path}: measured on another machine or commit ({key} {value!r} vs {machine[key]!r}); "
+                  "not merged", file=sys.stderr)
+            return False
+        machine[key] = value
+    return True
 
 
 def row_key(row: dict) -> tuple:
@@ -76,13 +84,8 @@ def replace_rows(base_path: str, parts: list[str], out: str) -> int:
     for path in parts:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        for key, value in doc["machine"].items():
-            if key != "fact_commit" and value is not None and machine.get(key) not in (None, value):
-                print(f"{path}: measured on another machine ({key} {value!r} vs {machine[key]!r}); not merged",
-                      file=sys.stderr)
-                return 2
-            if value is not None:
-                machine[key] = value
+        if not merge_machine(machine, doc["machine"], path, may_differ=("fact_commit",)):
+            return 2
         commands.append(doc["command"])
         for new in doc["rows"]:
             new = dict(new, fact_commit=new.get("fact_commit") or doc["machine"].get("fact_commit"))

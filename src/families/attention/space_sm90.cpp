@@ -206,13 +206,13 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
     // head dim 64); O leaves from registers; 64 producer registers (56 spill in the
     // transposition); eager rescaling and lazy, chained and not (docs/perf-notes.md v16).
-    AttentionSm90Options tf = base, tf_lazy = base, tf_chain = base, tf_lazy_chain = base;
-    for (AttentionSm90Options* o : {&tf, &tf_lazy, &tf_chain, &tf_lazy_chain}) {
-      o->epilogue = 0;
-      o->producer_regs = 64;
-      o->lazy_rescale = o == &tf_lazy || o == &tf_lazy_chain;
-      o->chain = o == &tf_chain || o == &tf_lazy_chain;
-    }
+    AttentionSm90Options tf = base;
+    tf.epilogue = 0;
+    tf.producer_regs = 64;
+    tf.lazy_rescale = false;
+    AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf;
+    tf_lazy.lazy_rescale = tf_lazy_chain.lazy_rescale = true;
+    tf_chain.chain = tf_lazy_chain.chain = true;
     for (int bn : {128, 96, 64})
       for (const AttentionSm90Options& o : {tf, tf_lazy, tf_chain, tf_lazy_chain})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
