@@ -69,6 +69,13 @@ json build_first(const json& problem, const std::string& prefix, fact::Precision
   return c;
 }
 
+// A built candidate `c` whose build log has no wgmma serialization warning (C7510, C7519, C7520).
+void expect_no_wgmma_serialization(const json& c) {
+  ASSERT_EQ(c.at("status"), "built");
+  const std::string log = fact::read_file(fs::path(c.at("object").get<std::string>()).parent_path() / "build.log");
+  EXPECT_EQ(fact::realize::wgmma_serialization_warning(log), "") << log;
+}
+
 bool skip_nvcc() {
   const char* skip = std::getenv("FACT_SKIP_NVCC_TESTS");
   return skip && *skip == '1';
@@ -85,19 +92,14 @@ TEST(CompileAttention, OneKernelBuildsForSm90aAndExportsTheAbi) {
 // fp32 inputs under tf32: the sm90 member's transposing producer comes first.
 TEST(CompileAttention, OneTf32Sm90KernelBuildsForSm90aWithoutWgmmaSerialization) {
   if (skip_nvcc()) GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
-  const json c = build_first(mingpt_problem("float32"), "fact_attn_sm90_tf32_f32_d96_causal_128x");
-  ASSERT_EQ(c.at("status"), "built");
-  const std::string log = fact::read_file(fs::path(c.at("object").get<std::string>()).parent_path() / "build.log");
-  EXPECT_EQ(fact::realize::wgmma_serialization_warning(log), "") << log;
+  expect_no_wgmma_serialization(build_first(mingpt_problem("float32"), "fact_attn_sm90_tf32_f32_d96_causal_128x"));
 }
 
 // The sm90 member's best-ranked kernel comes first for bf16 inputs (no GPU: an H200 assumed).
 TEST(CompileAttention, OneSm90KernelBuildsForSm90aWithoutWgmmaSerialization) {
   if (skip_nvcc()) GTEST_SKIP() << "FACT_SKIP_NVCC_TESTS=1";
-  const json c = build_first(mingpt_problem("bfloat16"), "fact_attn_sm90_bf16_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1");
-  ASSERT_EQ(c.at("status"), "built");
-  const std::string log = fact::read_file(fs::path(c.at("object").get<std::string>()).parent_path() / "build.log");
-  EXPECT_EQ(fact::realize::wgmma_serialization_warning(log), "") << log;
+  expect_no_wgmma_serialization(
+      build_first(mingpt_problem("bfloat16"), "fact_attn_sm90_bf16_d96_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1"));
 }
 
 // A causal mask with a sliding window (Mistral's, here 48 keys of 128) is realized by FACT's

@@ -158,6 +158,15 @@ std::vector<CandidateOutcome> verify_with_broken(const AttentionProblem& p, cons
   return verify_and_tune_attention(p, &*family, cands, gpu, 2, 20, true, &verification);
 }
 
+// Kernel `name` passed within its tolerance and its copy that writes nothing (+broken0) was
+// quarantined as unwritten.
+void expect_passes_and_unwritten_caught(const std::vector<CandidateOutcome>& out, const std::string& name) {
+  const auto& real = outcome(out, name);
+  EXPECT_EQ(real.status, "ok") << name << ": " << real.reason;
+  EXPECT_LE(real.max_rel_err, real.tolerance) << name;
+  EXPECT_NE(outcome(out, name + "+broken0").reason.find("unwritten"), std::string::npos) << name;
+}
+
 // HF Llama's heads at a small size: 8 query heads over 2 K/V heads, head dim 128, causal,
 // Q/K/V [B, T, H, D] transposed, O merged; 320 rows (a partial last query block).
 AttentionProblem llama_heads_bf16() {
@@ -295,10 +304,7 @@ TEST(AttentionGpu, Sm90ConvertingKernelPassesOnFp32Inputs) {
     ASSERT_EQ(b.name.rfind("fact_attn_sm90_bf16_f32_", 0), 0u) << b.name;
     nlohmann::json verification;  // bf16 math: the bf16 policy's bound (not tf32's, 4x tighter)
     const auto out = verify_with_broken(p, b, {Broken::nothing}, *s.gpu, verification, false, Precision::bf16);
-    const auto& real = outcome(out, b.name);
-    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
-    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
-    EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+    expect_passes_and_unwritten_caught(out, b.name);
   }
 }
 
@@ -320,10 +326,7 @@ TEST(AttentionGpu, Sm90Tf32KernelPassesAndBrokenOnesAreQuarantined) {
     ASSERT_EQ(b.name.rfind("fact_attn_sm90_tf32_f32_", 0), 0u) << b.name;
     nlohmann::json verification;
     const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::double_scale}, *s.gpu, verification);
-    const auto& real = outcome(out, b.name);
-    EXPECT_EQ(real.status, "ok") << b.name << ": " << real.reason;
-    EXPECT_LE(real.max_rel_err, real.tolerance) << b.name;
-    EXPECT_NE(outcome(out, b.name + "+broken0").reason.find("unwritten"), std::string::npos) << b.name;
+    expect_passes_and_unwritten_caught(out, b.name);
     EXPECT_NE(outcome(out, b.name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << b.name;
   }
 }
