@@ -216,7 +216,19 @@ def sm90_configs() -> list:
             Sm90("tf32", 96, "causal", 128, stages=1, **tf), Sm90("tf32", 96, "causal", 128, stages=1, chain=1, **tf),
             # Q in registers (not yet in the tuning space)
             Sm90("tf32", 96, "causal", 64, qreg=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, qreg=1, **tf),
-            Sm90("tf32", 128, "causal", 64, qreg=1, **tf), Sm90("tf32", 128, "nomask", 64, qreg=1, **tf)]
+            Sm90("tf32", 128, "causal", 64, qreg=1, **tf), Sm90("tf32", 128, "nomask", 64, qreg=1, **tf),
+            # O through shared memory and a TMA store: its own tile (not chained: two Q tiles and
+            # the O tile do not fit at head dim 96), or Q's tile with chaining
+            Sm90("tf32", 96, "causal", 64, **{**tf, "epilogue": 1}),
+            Sm90("tf32", 96, "causal", 64, lazy=1, **{**tf, "epilogue": 1}),
+            Sm90("tf32", 96, "causal", 64, chain=1, **{**tf, "epilogue": 2}),
+            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **{**tf, "epilogue": 2})]
+    # 16-bit: 176 keys per step (FlashAttention-3's tile for head dim 128 without a mask; its
+    # own O tile does not fit beside two 176-key stages), and chaining through Q's tile
+    out += [Sm90("bf16", 128, "nomask", 176, **{**pp, "epilogue": 2}),
+            Sm90("bf16", 128, "nomask", 176, **{**pp, "epilogue": 2, "lazy": 0}),
+            Sm90("bf16", 96, "causal", 128, chain=1, **{**pp, "epilogue": 2}),
+            Sm90("bf16", 128, "causal", 128, chain=1, **{**pp, "epilogue": 2})]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
