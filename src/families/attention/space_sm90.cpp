@@ -28,9 +28,13 @@ constexpr double kStepOverhead = 0.15;
 // Llama 1.675 -> 1.751 ms, minGPT 0.170 -> 0.163, HF causal 0.2495 -> 0.2545).
 constexpr double kPrologueSteps = 1.0;
 constexpr double kChainStepCost = 1.12;
+// tf32: chaining saves less (v17, minGPT's core, eager: 0.348 chained against 0.354 ms).
+constexpr double kTf32ChainStepCost = 1.18;
 // Epilogue 0 (register stores) and 2 (through Q's tile) against epilogue 1 (v10c, Llama:
-// 1.852 and 1.823 against 1.730 ms, 17 steps per tile).
+// 1.852 and 1.823 against 1.730 ms, 17 steps per tile). tf32: 0.25 steps (v17, minGPT's
+// core: 0.354 against 0.342 ms, about 7 steps per tile).
 constexpr double kEpilogue0Steps = 1.2;
+constexpr double kTf32Epilogue0Steps = 0.25;
 constexpr double kEpilogue2Steps = 0.9;
 // Without a persistent grid each CTA's start is exposed (v10b: 1.958 vs 1.853 ms).
 constexpr double kLaunchSteps = 1.0;
@@ -63,11 +67,12 @@ constexpr int64_t kInt32Max = 0x7fffffffLL;
 
 bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
   const AttentionSm90Options& o = *c.sm90;
-  const bool bn_ok = c.block_n == 64 || c.block_n == 96 || c.block_n == 128 || c.block_n == 160 || c.block_n == 192;
+  const bool bn_ok = c.block_n == 64 || c.block_n == 96 || c.block_n == 128 || c.block_n == 160 || c.block_n == 176 ||
+                     c.block_n == 192;
   return (o.consumer_wg == 1 || o.consumer_wg == 2) && c.block_m == 64 * o.consumer_wg && bn_ok && o.stages >= 1 &&
          o.stages <= 4 && (!o.pingpong || (o.consumer_wg == 2 && o.overlap)) &&
          (c.min_blocks == 1 || (c.min_blocks == 2 && o.consumer_wg == 1)) && o.epilogue >= 0 && o.epilogue <= 2 &&
-         (!o.chain || (o.overlap && o.persistent && o.epilogue != 2)) &&
+         (!o.chain || (o.overlap && o.persistent)) &&
          (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0));
 }
 
@@ -159,11 +164,15 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 
 bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig& c, const AttentionGpuLimits& gpu) {
   if (!c.sm90 || !valid_schedule(f, c)) return false;
-  if (staged(f) &&
-      (c.sm90->epilogue != 0 || c.sm90->cluster != 1 || c.block_m % c.sm90->stage_rows != 0 ||
-       c.block_n % c.sm90->stage_rows != 0 || attention_sm90_staging_slots(f, c) < 2))
+  if (staged(f) && (c.sm90->cluster != 1 || c.block_m % c.sm90->stage_rows != 0 ||
+                    c.block_n % c.sm90->stage_rows != 0 || attention_sm90_staging_slots(f, c) < 2))
     return false;
-  if (attention_sm90_transposes(f) && (c.sm90->stage_rows != 32 || c.block_n % 32 != 0)) return false;
+  // Converting: O leaves in fp32 from registers. tf32: O through shared memory in fp32 as
+  // well, but through Q's tile only when chained (the template's static_asserts).
+  if (attention_sm90_converts(f) && c.sm90->epilogue != 0) return false;
+  if (attention_sm90_transposes(f) &&
+      (c.sm90->stage_rows != 32 || c.block_n % 32 != 0 || (c.sm90->epilogue == 2 && !c.sm90->chain)))
+    return false;
   if (c.sm90->qreg && (!attention_sm90_transposes(f) || c.sm90->epilogue == 2)) return false;
   const std::size_t smem = attention_sm90_smem_bytes(f, c);
   const std::size_t mb = std::size_t(c.min_blocks);
@@ -204,17 +213,19 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
   }
   if (attention_sm90_transposes(f)) {
     // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
-    // head dim 64); O leaves from registers; 64 producer registers (56 spill in the
-    // transposition); eager rescaling and lazy, chained and not (docs/perf-notes.md v16).
+    // head dim 64); 64 producer registers (56 spill in the transposition); eager rescaling
+    // and lazy, chained and not, O from registers; eager with O through its own shared tile
+    // where it fits (head dim 64 and 96 at 64 keys: docs/perf-notes.md v16, v17).
     AttentionSm90Options tf = base;
     tf.epilogue = 0;
     tf.producer_regs = 64;
     tf.lazy_rescale = false;
-    AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf;
+    AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf, tf_e1 = tf;
     tf_lazy.lazy_rescale = tf_lazy_chain.lazy_rescale = true;
     tf_chain.chain = tf_lazy_chain.chain = true;
+    tf_e1.epilogue = 1;
     for (int bn : {128, 96, 64})
-      for (const AttentionSm90Options& o : {tf, tf_lazy, tf_chain, tf_lazy_chain})
+      for (const AttentionSm90Options& o : {tf_e1, tf, tf_lazy, tf_chain, tf_lazy_chain})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }
@@ -234,11 +245,13 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   step_s *= (1.0 + kStepOverhead * 128.0 / c.block_n) / (1.0 + kStepOverhead);
   if (o.lazy_rescale)
     step_s *= attention_sm90_transposes(f) ? kLazyTf32 : mask_has_tensor(f.mask) ? kLazyTensorMask : kLazyPlain;
-  if (o.chain) step_s *= kChainStepCost;
+  if (o.chain) step_s *= attention_sm90_transposes(f) ? kTf32ChainStepCost : kChainStepCost;
   if (attention_sm90_converts(f)) step_s *= kConvertStepCost;
   if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
-                             (o.epilogue == 0 ? kEpilogue0Steps : o.epilogue == 2 ? kEpilogue2Steps : 0.0);
+                             (o.epilogue == 0   ? (attention_sm90_transposes(f) ? kTf32Epilogue0Steps : kEpilogue0Steps)
+                              : o.epilogue == 2 ? kEpilogue2Steps
+                                                : 0.0);
 
   const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
   double total_steps = 0, max_steps = 0;

@@ -161,10 +161,10 @@ TEST(AttentionSm90, SharedMemoryAndRegistersAsTheTemplateComputesThem) {
   greedy.producer_regs = 120;
   EXPECT_EQ(attention_sm90_consumer_registers(sm90(64, 128, 2, greedy), h200), 136);
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(64, 128, 2, greedy), h200));
-  // The template's static_asserts.
-  AttentionSm90Options bad = chain;
-  bad.epilogue = 2;  // chain needs epilogue 0 or 1
-  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, bad), h200));
+  // The template's static_asserts; chaining through Q's tile fits (two Q tiles, no O tile).
+  AttentionSm90Options chain_q = chain;
+  chain_q.epilogue = 2;
+  EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(128, 128, 1, chain_q), h200));
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 2), h200));  // 2 CTAs need 1 WG
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(64, 128, 1), h200));   // BLOCK_M = 64 x WG
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 32, 1), h200));
@@ -233,19 +233,31 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   EXPECT_EQ(attention_sm90_staging_slots(d96, sm90(128, 96, 1, tf)), 2);
   EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(128, 96, 1, tf), h200));
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, tf), h200));
-  // Not for tf32: epilogue 1 (O is fp32), 64-row staging (V^T's key panels are 32 keys).
-  AttentionSm90Options e1 = tf, sr64 = tf;
+  // Epilogue 1: the fp32 O tile (48 KiB at d96) beside 64-key stages: 2 staging slots left;
+  // not at d128 (64 + 128 + 64 KiB of tiles). Epilogue 2 only chained; 64-row staging never
+  // (V^T's key panels are 32 keys).
+  AttentionSm90Options e1 = tf, e2 = tf, e2_chain = tf, sr64 = tf;
   e1.epilogue = 1;
+  e2.epilogue = e2_chain.epilogue = 2;
+  e2_chain.chain = true;
   sr64.stage_rows = 64;
-  EXPECT_FALSE(attention_sm90_config_fits({"tf32", DType::f32, 64, MaskKind::none}, sm90(128, 64, 1, e1), h200));
+  EXPECT_EQ(attention_sm90_staging_slots(d96, sm90(128, 64, 1, e1)), 2);
+  EXPECT_EQ(attention_sm90_smem_bytes(d96, sm90(128, 64, 1, e1)), 49152u * 2 + 98304 + 24576 + 112 + 1024);
+  EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(128, 64, 1, e1), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d128, sm90(128, 64, 1, e1), h200));
+  EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 64, 1, e2), h200));
+  EXPECT_TRUE(attention_sm90_config_fits(d96, sm90(128, 64, 1, e2_chain), h200));
   EXPECT_FALSE(attention_sm90_config_fits({"tf32", DType::f32, 64, MaskKind::none}, sm90(128, 64, 1, sr64), h200));
-  // The space: eager and lazy, chained and not, at each key count that fits (chaining's
-  // second Q tile leaves no room at 96 keys, nor at head dim 128); names tf32_f32.
+  // The space: eager with epilogue 1 where it fits, eager and lazy, chained and not, at each
+  // key count that fits (chaining's second Q tile leaves no room at 96 keys, nor at head dim
+  // 128); names tf32_f32.
   const auto s128 = attention_sm90_space(d128, h200);
   ASSERT_EQ(s128.size(), 2u);
   EXPECT_EQ(attention_sm90_kernel_name(d128, s128[0]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
-  EXPECT_EQ(attention_sm90_space(d96, h200).size(), 6u);
-  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 12u);
+  const auto s96 = attention_sm90_space(d96, h200);
+  ASSERT_EQ(s96.size(), 7u);
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_r64");
+  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 15u);
   // Ranked: eager before lazy (measured 27 % slower for tf32, v16).
   const std::vector<std::string> llama = ranked_names(llama_block(DType::f32), 2);
   ASSERT_EQ(llama.size(), 2u);
@@ -254,7 +266,7 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   const AttentionProblem p = mingpt(DType::f32);
   const std::vector<std::string> names = ranked_names(p, 2);
   ASSERT_EQ(names.size(), 2u);
-  EXPECT_EQ(names[0].rfind("fact_attn_sm90_tf32_f32_d96_causal_128x", 0), 0u) << names[0];
+  EXPECT_EQ(names[0], "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_r64");
   EXPECT_EQ(names[1].rfind("fact_attn_sm80_tf32_f32_d96_causal_", 0), 0u) << names[1];
   const AttentionFamily bf{"bf16", DType::bf16, 96, MaskKind::causal};
   AttentionSm90Options bf_o;
@@ -262,6 +274,8 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   bf_o.producer_regs = 64;
   const AttentionProblem pb = mingpt();
   tf.lazy_rescale = bf_o.lazy_rescale = false;
+  tf.epilogue = bf_o.epilogue = 1;  // the same fixed steps: the ratio is the steps'
+
   EXPECT_NEAR(attention_sm90_compute_seconds(d96, sm90(128, 96, 1, tf), p, h200) /
                   attention_sm90_compute_seconds(bf, sm90(128, 96, 1, bf_o), pb, h200),
               2.2, 1e-9);
