@@ -55,6 +55,7 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"STAGE_ROWS", std::to_string(o.stage_rows)},
       {"STAGING_MAX", std::to_string(o.staging_max)},
       {"QREG", flag(o.qreg)},
+      {"PREFETCH", std::to_string(o.prefetch)},
   });
 }
 

@@ -51,6 +51,7 @@ struct AttentionSm90Options {
   int stage_rows = 32;       // fp32 inputs: rows of a staging sub-tile (32 | 64)
   int staging_max = 4;       // fp32 inputs: at most this many staging slots (as many as fit)
   bool qreg = false;         // tf32: Q in registers, Q K^T from registers (RS; not yet in the space)
+  int prefetch = 0;          // 0, or K/V blocks (and the next tile's Q) prefetched this many ahead into L2
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

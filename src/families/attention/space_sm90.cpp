@@ -73,7 +73,8 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
          o.stages <= 4 && (!o.pingpong || (o.consumer_wg == 2 && o.overlap)) &&
          (c.min_blocks == 1 || (c.min_blocks == 2 && o.consumer_wg == 1)) && o.epilogue >= 0 && o.epilogue <= 2 &&
          (!o.chain || (o.overlap && o.persistent)) &&
-         (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0));
+         (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0)) &&
+         o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f)));
 }
 
 }  // namespace
@@ -305,6 +306,7 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.chain) s += "_chain";
   if (o.cluster == 2) s += "_c2";
   if (o.qreg) s += "_qr";
+  if (o.prefetch != 0) s += fmt::format("_pf{}", o.prefetch);
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

@@ -350,6 +350,18 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, qr), AttentionGpuLimits{}));
   EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 64, 1, qr),
                                           AttentionGpuLimits{}));  // tf32 only
+  // L2 prefetch (the template's option): named _pf<N>, 0-4 blocks ahead, not with clusters
+  // nor the converting producer.
+  AttentionSm90Options pf = qr;
+  pf.qreg = false;
+  pf.prefetch = 2;
+  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, pf)),
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_pf2_r64");
+  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, pf), AttentionGpuLimits{}));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::f32, 96, MaskKind::causal}, sm90(128, 128, 1, pf),
+                                          AttentionGpuLimits{}));  // converting
+  pf.prefetch = 5;
+  EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, pf), AttentionGpuLimits{}));
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
