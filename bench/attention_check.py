@@ -12,7 +12,9 @@ torch.compile of the hand-written form, alternating, with an L2 flush before eac
     python bench/attention_check.py --sm90 --out r.json     # the sm90 kernels on the three bf16
                                                             # problems of bench/results/attention-kernels-h200
 
-This exercises the kernel alone; ``factc realize`` is what tunes and chooses kernels.
+This exercises the kernel alone; ``factc realize`` is what tunes and chooses kernels. The kernel
+configurations and their building are in bench/attention_kernels.py, the problems and one kernel's
+check against float64 in bench/attention_problems.py; this script runs them (its names re-export theirs).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import ctypes
-import dataclasses
 import json
 import math
 import os
@@ -28,221 +29,29 @@ import pathlib
 import subprocess
 import sys
 import time
-from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 
 from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
-# The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM80_PARTS).
-TEMPLATE_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
-                  ("attention_sm80", "attention_sm80_kernel")]
-ABI = ROOT / "src/families/attention/abi.h"
-MASKS = {"nomask": 0, "causal": 1, "additive": 2, "keep": 3, "drop": 4}
-ELEMENTS = {"f32": "float", "tf32": "float", "bf16": "__nv_bfloat16", "f16": "__half"}
+# The kernels and the problems, beside this script (bench/, the script's folder); their names are
+# re-exported here (``import attention_check as ac; ac.make_problem(...)``).
+from attention_kernels import (  # noqa: E402
+    ABI, CUTLASS_INCLUDE, ELEMENTS, MASKS, TEMPLATE_PARTS, TEMPLATE_SM90_PARTS, Sm90, build, cfg_matches,
+    cfg_name, kernel_name, render, render_sm90, sm90_configs)
+from attention_problems import (  # noqa: E402
+    ALL_PROBLEMS, F32IN_PROBLEMS, MASK_PROBLEMS, PROBLEMS, TF32_PROBLEMS, TOL_BF16, attn_args, check_kernel,
+    compare, load_kernel, make_problem, reference64)
 
-
-def kernel_name(math_: str, io: str, d: int, mask: str, bm: int, bn: int, mb: int) -> str:
-    return f"fact_attn_sm80_{math_}_{io}_d{d}_{mask}_{bm}x{bn}_mb{mb}"
-
-
-def render(math_: str, io: str, d: int, mask: str, bm: int, bn: int, mb: int) -> tuple[str, str]:
-    name = kernel_name(math_, io, d, mask, bm, bn, mb)
-    text = "".join(part.read_text() for part in TEMPLATE_PARTS)
-    subs = {"NAME": name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[io], "MATH": math_,
-            "HEAD_DIM": str(d), "MASK": str(MASKS[mask]), "BLOCK_M": str(bm),
-            "BLOCK_N": str(bn), "MIN_BLOCKS": str(mb)}
-    for k, v in subs.items():
-        text = text.replace("{{" + k + "}}", v)
-    if "{{" in text:
-        raise RuntimeError(f"{name}: unfilled placeholder")
-    return name, text
-
-
-def build(cfg, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path, float, str]:
-    sm90 = isinstance(cfg, Sm90)
-    name, text = render_sm90(cfg) if sm90 else render(*cfg)
-    src = work / f"{name}.cu"
-    lib = work / f"lib{name}.so"
-    src.write_text(text)
-    t0 = time.time()
-    cmd = [nvcc, "-std=c++17", "-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a",
-           "-Xcompiler=-fPIC", "-shared", "-Xptxas=-v", "-o", str(lib), str(src)]
-    if sm90:
-        cmd[1:1] = [f"-I{CUTLASS_INCLUDE}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    log = r.stdout + r.stderr
-    (work / f"{name}.log").write_text(log)
-    if r.returncode != 0:
-        raise RuntimeError(f"{name}: nvcc failed:\n{log[-3000:]}")
-    return name, lib, time.time() - t0, log
-
-
-# ------------------------------------------------------------------ sm90 (WGMMA + TMA) kernels
-
-# The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM90_PARTS).
-TEMPLATE_SM90_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
-                       ("attention_sm90", "attention_sm90_ptx", "attention_sm90_kernel", "attention_sm90_consumer",
-                        "attention_sm90_launch")]
-CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/cutlass/include"))
-
-
-@dataclasses.dataclass(frozen=True)
-class Sm90:
-    """One configuration of the attention_sm90 template (its placeholders)."""
-
-    io: str            # bf16 | f16: Q/K/V/O element; tf32 (with inp f32): fp32 operands, V transposed
-    d: int             # head dim
-    mask: str          # nomask | causal
-    bn: int            # keys per step (BLOCK_N)
-    stages: int = 2    # K/V pipeline depth
-    wg: int = 2        # consumer warpgroups; BLOCK_M = 64 * wg
-    overlap: int = 1   # next block's Q.K^T issued before this block's softmax
-    pingpong: int = 0  # the two consumer warpgroups take turns on the tensor cores
-    mb: int = 1        # CTAs per SM the launch bounds ask for
-    persistent: int = 0  # a grid of SMs x mb CTAs looping over the tiles
-    epilogue: int = 0  # 0 registers -> global; 1 own shared tile + TMA store; 2 through Q's tile
-    l2hint: int = 0    # TMA loads: K/V evict-last, Q evict-first
-    lazy: int = 0      # O rescaled only when a row's max grows by more than 2^8
-    chain: int = 0     # the next tile's first Q.K^T issued with this tile's last P.V (2 Q buffers)
-    cluster: int = 1   # 2: pairs of CTAs multicast K/V (no mask)
-    preg: int = 24     # registers the producer warpgroup keeps (setmaxnreg)
-    inp: str = ""      # f32: fp32 Q/K/V/O, each tile rounded to io in shared memory ("" = io)
-    srows: int = 32    # f32: rows of a staging sub-tile
-    slots: int = 4     # f32: at most this many staging slots (as many as fit)
-    qreg: int = 0      # tf32: Q in registers (Q K^T from registers)
-
-    @property
-    def bm(self) -> int:
-        return 64 * self.wg
-
-    @property
-    def name(self) -> str:
-        return (f"fact_attn_sm90_{self.io}{'_' + self.inp if self.inp else ''}_d{self.d}_{self.mask}_{self.bm}x{self.bn}_s{self.stages}"
-                f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
-                f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
-                f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
-                f"{'_qr' if self.qreg else ''}"
-                f"{f'_r{self.preg}' if self.preg != 24 else ''}"
-                f"{f'_sr{self.srows}' if self.srows != 32 else ''}{f'_sl{self.slots}' if self.slots != 4 else ''}")
-
-
-def render_sm90(c: Sm90) -> tuple[str, str]:
-    text = "".join(part.read_text() for part in TEMPLATE_SM90_PARTS)
-    subs = {"NAME": c.name, "ABI": ABI.read_text(), "ELEMENT": ELEMENTS[c.io], "INPUT": ELEMENTS[c.inp or c.io],
-            "HEAD_DIM": str(c.d),
-            "MASK": str(MASKS[c.mask]), "BLOCK_M": str(c.bm), "BLOCK_N": str(c.bn),
-            "STAGES": str(c.stages), "CONSUMER_WG": str(c.wg), "OVERLAP": str(c.overlap),
-            "PINGPONG": str(c.pingpong), "MIN_BLOCKS": str(c.mb), "PERSISTENT": str(c.persistent),
-            "EPILOGUE": str(c.epilogue), "L2HINT": str(c.l2hint),
-            "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain),
-            "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg), "STAGE_ROWS": str(c.srows),
-            "STAGING_MAX": str(c.slots), "QREG": str(c.qreg)}
-    for k, v in subs.items():
-        text = text.replace("{{" + k + "}}", v)
-    if "{{" in text:
-        raise RuntimeError(f"{c.name}: unfilled placeholder")
-    return c.name, text
-
-
-def cfg_name(cfg) -> str:
-    return cfg.name if isinstance(cfg, Sm90) else kernel_name(*cfg)
-
-
-#: The three bf16 problems of issue 15 (bench/results/attention-kernels-h200.json):
-#: name -> (B, Hq, Hkv, T, D, mask, layout). Layout "bthd": q, k, v each [B, T, H, D]
-#: transposed to [B, H, T, D] (Llama's projections); "qkv": strided views of one
-#: [B, T, 3C] tensor (minGPT). The output is the merged [B, T, H, D] layout in both.
-PROBLEMS = {
-    "llama3_8b_block_attention": (16, 32, 8, 2048, 128, "nomask", "bthd"),
-    "hf_llama_causal_attention": (4, 32, 8, 2048, 128, "causal", "bthd"),
-    "mingpt_attention_core": (128, 8, 8, 512, 96, "causal", "qkv"),
-}
-#: The tensor masks, on smaller shapes: an additive [1, 1, T, T] mask with a row of -inf
-#: (NaN, as eager) and a row of finfo.min (finite: eager averages it uniformly); keep and
-#: drop masks [B, 1, T, T] with a row that removes every key.
-MASK_PROBLEMS = {
-    "gqa_additive_mask": (2, 32, 8, 1024, 128, "additive", "bthd"),
-    "gqa_keep_mask": (2, 32, 8, 1024, 128, "keep", "bthd"),
-    "mingpt_drop_mask": (16, 8, 8, 512, 96, "drop", "qkv"),
-}
-#: fp32 inputs under the bf16 policy (the model kept in fp32, `--precision bf16`): the same
-#: shapes, each tile rounded to bf16 by the kernel; the baselines run under autocast(bf16).
-F32IN_PROBLEMS = {"mingpt_attention_core_f32in": PROBLEMS["mingpt_attention_core"],
-                  "llama3_8b_block_attention_f32in": PROBLEMS["llama3_8b_block_attention"]}
-#: fp32 inputs under the tf32 policy: the same shapes in tf32 math (the sm90 kernel's
-#: transposing producer; the baselines with TF32 allowed).
-TF32_PROBLEMS = {f"{n}_tf32": PROBLEMS[n] for n in PROBLEMS}
-ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **F32IN_PROBLEMS, **TF32_PROBLEMS}
-
-
-def sm90_configs() -> list:
-    """The sm90 variants measured, and the sm80 kernels (bf16 model) they are compared with.
-    Earlier runs (perf-notes v10a-v10g) also measured the sequential and overlap-only
-    variants, 128x64, one consumer warpgroup (also at 2 CTAs per SM), non-persistent grids,
-    3 stages, 128x192, the register and Q-tile epilogues, L2 hints, an n128 last block and
-    clusters of two; each lost to (or tied with) the persistent overlap + pingpong with its
-    own shared-memory epilogue and lazy rescaling (chaining for minGPT)."""
-    pp = dict(wg=2, overlap=1, pingpong=1, persistent=1, epilogue=1, lazy=1)
-    out = [Sm90("bf16", 128, "nomask", 128, **pp), Sm90("bf16", 128, "nomask", 160, **pp),
-           Sm90("bf16", 128, "nomask", 128, **{**pp, "lazy": 0}), ("bf16", "bf16", 128, "nomask", 128, 64, 1),
-           Sm90("bf16", 128, "causal", 128, **pp), Sm90("bf16", 128, "causal", 128, chain=1, **pp),
-           ("bf16", "bf16", 128, "causal", 128, 64, 1),
-           Sm90("bf16", 96, "causal", 128, chain=1, **pp), Sm90("bf16", 96, "causal", 128, **pp),
-           ("bf16", "bf16", 96, "causal", 64, 32, 2)]
-    for d, mask in ((128, "additive"), (128, "keep"), (96, "drop")):
-        out += [Sm90("bf16", d, mask, 128, **pp), Sm90("bf16", d, mask, 128, **{**pp, "lazy": 0}),
-                ("bf16", "bf16", d, mask, 128, 64, 1) if d == 128 else ("bf16", "bf16", d, mask, 64, 32, 2)]
-    # fp32 inputs under bf16: the converting producer (epilogue 0: O leaves in fp32 from
-    # registers), with 56 or 40 producer registers, against the sm80 kernels the blocks chose
-    # (perf-notes v14 also measured 8 staging slots, 64-row sub-tiles, 64-key tiles, 1 stage,
-    # 64 and 72 producer registers and per-warp slot release).
-    cv = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, lazy=1)
-    out += [Sm90("bf16", 96, "causal", 128, chain=1, preg=56, **cv), Sm90("bf16", 96, "causal", 128, preg=56, **cv),
-            Sm90("bf16", 96, "causal", 128, chain=1, preg=40, **cv), ("bf16", "f32", 96, "causal", 128, 32, 1),
-            Sm90("bf16", 128, "nomask", 128, preg=56, **cv), Sm90("bf16", 128, "nomask", 128, chain=1, preg=56, **cv),
-            ("bf16", "f32", 128, "nomask", 128, 64, 1)]
-    # fp32 inputs under tf32: Q and K as they are, V transposed by the producer (v16), against
-    # the sm80 tf32 kernels the blocks chose.
-    tf = dict(inp="f32", wg=2, overlap=1, pingpong=1, persistent=1, epilogue=0, preg=64)
-    out += [Sm90("tf32", 128, "nomask", 64, lazy=1, **tf), Sm90("tf32", 128, "nomask", 64, **tf),
-            Sm90("tf32", 128, "causal", 64, lazy=1, **tf), Sm90("tf32", 128, "causal", 64, **tf),
-            ("tf32", "f32", 128, "nomask", 64, 64, 1), ("tf32", "f32", 128, "causal", 64, 64, 1),
-            Sm90("tf32", 96, "causal", 96, lazy=1, **tf), Sm90("tf32", 96, "causal", 96, **tf),
-            Sm90("tf32", 96, "causal", 64, lazy=1, **tf), Sm90("tf32", 96, "causal", 64, **tf),
-            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, **tf),
-            ("tf32", "f32", 96, "causal", 64, 64, 2), ("tf32", "f32", 96, "causal", 64, 32, 1),
-            # 128 keys with one K/V stage (the only 128-key tile that fits at head dim 96)
-            Sm90("tf32", 96, "causal", 128, stages=1, **tf), Sm90("tf32", 96, "causal", 128, stages=1, chain=1, **tf),
-            # Q in registers (not yet in the tuning space)
-            Sm90("tf32", 96, "causal", 64, qreg=1, **tf), Sm90("tf32", 96, "causal", 64, chain=1, qreg=1, **tf),
-            Sm90("tf32", 128, "causal", 64, qreg=1, **tf), Sm90("tf32", 128, "nomask", 64, qreg=1, **tf),
-            # O through shared memory and a TMA store: its own tile (not chained: two Q tiles and
-            # the O tile do not fit at head dim 96), or Q's tile with chaining
-            Sm90("tf32", 96, "causal", 64, **{**tf, "epilogue": 1}),
-            Sm90("tf32", 96, "causal", 64, lazy=1, **{**tf, "epilogue": 1}),
-            Sm90("tf32", 96, "causal", 64, chain=1, **{**tf, "epilogue": 2}),
-            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **{**tf, "epilogue": 2})]
-    # 16-bit: 176 keys per step (FlashAttention-3's tile for head dim 128 without a mask; its
-    # own O tile does not fit beside two 176-key stages), and chaining through Q's tile
-    out += [Sm90("bf16", 128, "nomask", 176, **{**pp, "epilogue": 2}),
-            Sm90("bf16", 128, "nomask", 176, **{**pp, "epilogue": 2, "lazy": 0}),
-            Sm90("bf16", 96, "causal", 128, chain=1, **{**pp, "epilogue": 2}),
-            Sm90("bf16", 128, "causal", 128, chain=1, **{**pp, "epilogue": 2})]
-    out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
-    if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
-        out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
-                Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **{**pp, "persistent": 0}),
-                Sm90("bf16", 128, "nomask", 128, **{**pp, "persistent": 0})]
-    return out
-
-
-def cfg_matches(cfg, d: int, mask: str, f32in: bool = False, tf32: bool = False) -> bool:
-    math_ = "tf32" if tf32 else "bf16"
-    f32 = f32in or tf32
-    if isinstance(cfg, Sm90):
-        return cfg.io == math_ and cfg.inp == ("f32" if f32 else "") and cfg.d == d and cfg.mask == mask
-    return cfg[0] == math_ and cfg[1] == ("f32" if f32 else "bf16") and cfg[2] == d and cfg[3] == mask
+__all__ = [
+    # attention_kernels
+    "ABI", "CUTLASS_INCLUDE", "ELEMENTS", "MASKS", "TEMPLATE_PARTS", "TEMPLATE_SM90_PARTS", "Sm90", "build",
+    "cfg_matches", "cfg_name", "kernel_name", "render", "render_sm90", "sm90_configs",
+    # attention_problems
+    "ALL_PROBLEMS", "F32IN_PROBLEMS", "MASK_PROBLEMS", "PROBLEMS", "TF32_PROBLEMS", "TOL_BF16", "attn_args",
+    "check_kernel", "compare", "load_kernel", "make_problem", "reference64",
+    # this script
+    "FactAttentionArgs", "ROOT", "main", "md_row", "run_gpu", "run_sm90", "sm90_child", "smoke", "write_bench"]
 
 
 def main() -> int:
@@ -484,151 +293,6 @@ def run_gpu(configs, built, opts) -> int:
 
 
 # ------------------------------------------------------------------ sm90 run: smoke, verify, time
-
-def make_problem(pname: str, seed: int = 0, ramp: float = 0.0):
-    """Fresh random bf16 inputs of one problem, the NaN-poisoned output and its [B, H, T, D] views.
-    ``ramp`` > 0 scales key j by 1 + ramp * j / T, so that a row's max grows block after
-    block (by far more than the kernels' lazy-rescale slack): the online softmax's rescaling
-    path is exercised, which plain N(0, 1) logits rarely do after the first block."""
-    import torch
-
-    B, H, HK, T, D, mask, layout = ALL_PROBLEMS[pname]
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    dt = torch.float32 if pname in F32IN_PROBLEMS or pname in TF32_PROBLEMS else torch.bfloat16
-    if layout == "qkv":
-        C = H * D
-        qkv = torch.randn(B, T, 3 * C, device="cuda", generator=g).to(dt)
-        q, k, v = (x.view(B, T, H, D).transpose(1, 2) for x in qkv.split(C, dim=2))
-    else:
-        q = torch.randn(B, T, H, D, device="cuda", generator=g).to(dt).transpose(1, 2)
-        k = torch.randn(B, T, HK, D, device="cuda", generator=g).to(dt).transpose(1, 2)
-        v = torch.randn(B, T, HK, D, device="cuda", generator=g).to(dt).transpose(1, 2)
-    if ramp:
-        k.mul_((1 + ramp * torch.arange(T, device="cuda") / T).to(dt).view(1, 1, T, 1))
-        if dt == torch.float32:  # fp32 inputs: bf16 values, so that rounding them is exact and the
-            for x in (q, k, v):  # error left is the rescaling path's (logits up to 21x: bf16's own
-                x.copy_(x.bfloat16().float())  # rounding of them would exceed the bf16 tolerance)
-    out = torch.full((B, T, H, D), float("nan"), device="cuda", dtype=dt)
-    m = None
-    if mask == "additive":
-        m = (torch.randn(1, 1, T, T, device="cuda", generator=g) * 2).to(dt)
-        m[..., 5, :] = float("-inf")  # every key removed: NaN, as eager
-        m[..., 6, :] = torch.finfo(dt).min  # finite: eager averages the row uniformly
-    elif mask in ("keep", "drop"):
-        m = (torch.rand(B, 1, T, T, device="cuda", generator=g) > 0.3).to(torch.uint8)
-        m[:, :, 7, :] = 1 if mask == "drop" else 0  # a row with every key removed
-    return dict(B=B, H=H, HK=HK, T=T, D=D, mask=mask, q=q, k=k, v=v, out=out, o=out.transpose(1, 2),
-                scale=1.0 / math.sqrt(D) * (0.7 if mask == "additive" else 1.0), m=m)
-
-
-def reference64(P):
-    """O in float64 over every (batch, head), in chunks of about 1 GiB of scores."""
-    import torch
-
-    B, H, HK, T = P["B"], P["H"], P["HK"], P["T"]
-    ref = torch.empty(P["q"].shape, dtype=torch.float64, device="cuda")
-    chunk = max(1, (1 << 30) // (H * T * T * 8))
-    tri = torch.ones(T, T, device="cuda", dtype=torch.bool).tril()
-    for b0 in range(0, B, chunk):
-        sl = slice(b0, min(B, b0 + chunk))
-        kk = P["k"][sl].double().repeat_interleave(H // HK, dim=1)
-        vv = P["v"][sl].double().repeat_interleave(H // HK, dim=1)
-        s = (P["q"][sl].double() @ kk.transpose(-2, -1)) * P["scale"]
-        m = P.get("m")
-        mm = None if m is None else m[sl] if m.size(0) > 1 else m
-        if P["mask"] == "causal":
-            s.masked_fill_(~tri, float("-inf"))
-        elif P["mask"] == "additive":
-            s += mm.double()
-        elif P["mask"] == "keep":
-            s.masked_fill_(mm == 0, float("-inf"))
-        elif P["mask"] == "drop":
-            s.masked_fill_(mm != 0, float("-inf"))
-        ref[sl] = torch.softmax(s, dim=-1) @ vv
-        del kk, vv, s
-    return ref
-
-
-def compare(got, ref) -> dict:
-    import torch
-
-    got = got.double()
-    ref_nan = torch.isnan(ref)
-    nan_match = bool(torch.equal(ref_nan, torch.isnan(got)))
-    fin = ~ref_nan
-    diff = (got - ref).abs()[fin]
-    err = (diff.max() / ref.abs()[fin].max()).item()
-    fro = (torch.linalg.norm((got - ref)[fin]) / torch.linalg.norm(ref[fin])).item()
-    return {"max_rel_err": err, "fro_rel_err": fro, "nan_match": nan_match,
-            "all_finite": bool(torch.isfinite(got).all().item()), "ref_std": ref[fin].std().item()}
-
-
-def load_kernel(lib_path: pathlib.Path, name: str):
-    lib = ctypes.CDLL(str(lib_path))
-    run = getattr(lib, f"{name}_run")
-    run.argtypes = [ctypes.POINTER(FactAttentionArgs), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    can = getattr(lib, f"{name}_can_implement")
-    can.argtypes = [ctypes.POINTER(FactAttentionArgs)]
-    return lib, run, can
-
-
-def attn_args(P) -> FactAttentionArgs:
-    q, k, v, o = P["q"], P["k"], P["v"], P["o"]
-    a = FactAttentionArgs(
-        batch=P["B"], heads=P["H"], kv_heads=P["HK"], seq_q=P["T"], seq_k=P["T"], head_dim=P["D"],
-        q=q.data_ptr(), q_batch_stride=q.stride(0), q_head_stride=q.stride(1), q_row_stride=q.stride(2),
-        k=k.data_ptr(), k_batch_stride=k.stride(0), k_head_stride=k.stride(1), k_row_stride=k.stride(2),
-        v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1), v_row_stride=v.stride(2),
-        o=o.data_ptr(), o_batch_stride=o.stride(0), o_head_stride=o.stride(1), o_row_stride=o.stride(2),
-        scale=P["scale"])
-    m = P.get("m")
-    if m is not None:
-        a.mask = m.data_ptr()
-        a.mask_batch_stride = m.stride(0) if m.size(0) > 1 else 0
-        a.mask_head_stride = m.stride(1) if m.size(1) > 1 else 0
-        a.mask_row_stride = m.stride(2)
-    return a
-
-
-TOL_BF16 = 3e-2  # the bf16 tolerance of run_gpu (max error over max |ref|)
-
-
-def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
-    """Poison the output, run the kernel once, check every element against float64."""
-    import torch
-
-    lib, run, can = load_kernel(lib_path, name)
-    a = attn_args(P)
-    rc = can(ctypes.byref(a))
-    if rc != 0:
-        return {"kernel": name, "verified": False, "can_implement": rc}, None
-    P["out"].fill_(float("nan"))
-    stream = torch.cuda.current_stream().cuda_stream
-    r = run(ctypes.byref(a), None, 0, stream)
-    torch.cuda.synchronize()  # raises on a launch or kernel error
-    if r != 0:
-        return {"kernel": name, "verified": False, "run_rc": r}, None
-    res = {"kernel": name, **compare(P["o"], ref)}
-    dead = P.get("m") is not None  # the mask problems have rows with every key removed
-    res["verified"] = (res["nan_match"] and (res["all_finite"] or dead) and res["max_rel_err"] < TOL_BF16
-                       and res["ref_std"] > 0)
-    if dead:  # again with SDPA's convention: those rows 0, every element written and finite
-        a.flags = 1
-        P["out"].fill_(float("nan"))
-        r = run(ctypes.byref(a), None, 0, stream)
-        torch.cuda.synchronize()
-        z = compare(P["o"], torch.nan_to_num(ref, nan=0.0))
-        res["empty_zero_max_rel_err"] = z["max_rel_err"]
-        res["verified"] = res["verified"] and r == 0 and z["all_finite"] and z["max_rel_err"] < TOL_BF16
-        a.flags = 0
-
-    def fact():
-        rr = run(ctypes.byref(a), None, 0, stream)
-        if rr != 0:
-            raise RuntimeError(f"{name}_run returned {rr}")
-
-    return res, (fact, lib, a)
-
 
 def sm90_child(configs, work, opts) -> int:
     """First run of each kernel on one problem, each result printed as it comes: a kernel

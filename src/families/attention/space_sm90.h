@@ -4,9 +4,9 @@
 // computes them, its cost model and its kernel names. space.h merges it with the sm80
 // member; docs/04-realization.md ("Attention") describes both.
 //
-// Names (bench/attention_check.py's Sm90.name, which measured the kernels under them):
+// Names (bench/attention_kernels.py's Sm90.name, which measured the kernels under them):
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
-//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_r<producer regs>]
+//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_pf<blocks>][_r<producer regs>]
 // io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
 // math: each tile rounded in shared memory by the converting producer) | tf32_f32 (fp32
 // inputs and output, tf32 math: V transposed by the producer); _e only for epilogue 1 or 2, _c2 for

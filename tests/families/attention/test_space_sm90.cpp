@@ -1,7 +1,7 @@
 // The sm90 member of the attention space: when it applies (bf16/fp16 inputs, fp32 inputs
 // under bf16, an sm_90 GPU or none), its configurations pruned by shared memory and registers as the template
 // computes them, its ranking next to the sm80 member on the three problems it was measured
-// on (docs/perf-notes.md v10), the budget, and its names (bench/attention_check.py's).
+// on (docs/perf-notes.md v10), the budget, and its names (bench/attention_kernels.py's).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -323,7 +323,7 @@ TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
 
 TEST(AttentionSm90, NamesSpellEveryParameter) {
   const AttentionFamily f{"bf16", DType::bf16, 128, MaskKind::causal};
-  // The harness's names (bench/attention_check.py Sm90.name; bench/results/attention-kernels-h200).
+  // The harness's names (bench/attention_kernels.py Sm90.name; bench/results/attention-kernels-h200).
   EXPECT_EQ(attention_kernel_name(f, sm90(128, 128, 1)), "fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy");
   AttentionSm90Options o;
   o.chain = true;
