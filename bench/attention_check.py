@@ -170,18 +170,7 @@ def run_gpu(configs, built, opts) -> int:
         o = out.transpose(1, 2)  # [B, H, T, D] view of the merged layout
 
         def args_for(mask_t):
-            a = FactAttentionArgs(batch=B, heads=H, kv_heads=HK, seq_q=T, seq_k=T, head_dim=D,
-                     q=q.data_ptr(), q_batch_stride=q.stride(0), q_head_stride=q.stride(1), q_row_stride=q.stride(2),
-                     k=k.data_ptr(), k_batch_stride=k.stride(0), k_head_stride=k.stride(1), k_row_stride=k.stride(2),
-                     v=v.data_ptr(), v_batch_stride=v.stride(0), v_head_stride=v.stride(1), v_row_stride=v.stride(2),
-                     o=o.data_ptr(), o_batch_stride=o.stride(0), o_head_stride=o.stride(1), o_row_stride=o.stride(2),
-                     scale=scale)
-            if mask_t is not None:
-                a.mask = mask_t.data_ptr()
-                a.mask_batch_stride = mask_t.stride(0) if mask_t.size(0) > 1 else 0
-                a.mask_head_stride = mask_t.stride(1) if mask_t.size(1) > 1 else 0
-                a.mask_row_stride = mask_t.stride(2)
-            return a
+            return attn_args(dict(B=B, H=H, HK=HK, T=T, D=D, q=q, k=k, v=v, o=o, scale=scale, m=mask_t))
 
         a = args_for(m_t)
         rc = can(ctypes.byref(a))
