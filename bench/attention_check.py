@@ -68,8 +68,13 @@ def main() -> int:
     ap.add_argument("--compile", action="store_true",
                     help="--sm90: time torch.compile (default mode) of the hand-written form too, on PROBLEMS")
     ap.add_argument("--results", default="", help="--sm90: also write this BENCH-format JSON (+ .md)")
+    ap.add_argument("--render", default="", help="re-render this results JSON's .md (e.g. after merge_results) and exit")
     ap.add_argument("--child", default="", help=argparse.SUPPRESS)
     opts = ap.parse_args()
+    if opts.render:
+        doc_path = pathlib.Path(opts.render)
+        doc_path.with_suffix(".md").write_text(render_md(json.loads(doc_path.read_text()), opts.trials))
+        return 0
     nvcc = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
     work = ROOT / opts.work
     work.mkdir(parents=True, exist_ok=True)
@@ -464,12 +469,31 @@ def md_row(row) -> str:
     return (f"| {row['problem']} | {row['policy']} | {row['fact_ms']:.3f} | {base['sdpa']:.3f} | "
             f"{base['sdpa'] / row['fact_ms']:.2f}x | {row.get('sdpa_gqa_ms', nan):.3f} | "
             f"{row.get('fact_sm80_ms') or nan:.3f} | {base.get('inductor', nan):.3f} | {base.get('eager', nan):.3f} | "
-            f"{row['max_rel_err']:.1e} ({row['sdpa_max_rel_err']:.1e}) | `{row['kernels'][0]}` |")
+            f"{row['max_rel_err']:.1e} ({row['sdpa_max_rel_err']:.1e}) | `{row['kernels'][0]}` | "
+            f"{row.get('fact_commit', '')} |")
+
+
+def render_md(doc: dict, trials: int) -> str:
+    """The rendered table of a results file (``doc``: its JSON) at kernel level."""
+    md = ["| problem | policy | FACT sm90 ms | SDPA ms | vs SDPA | SDPA `enable_gqa` ms | FACT sm80 ms | torch.compile ms "
+          "| eager ms | max rel err (SDPA's) | kernel | measured at |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [{**r, "fact_commit": r.get("fact_commit") or doc["machine"]["fact_commit"]} for r in doc["rows"]]
+    md += [md_row(r) for r in rows if r.get("verified")]
+    head = [f"# Attention kernels on the {doc['machine']['gpu']} (kernel level, bf16 and tf32)", "",
+            f"`{doc['command']}`, {doc['date']}; median of {trials} trials, L2 flushed, all variants alternating "
+            "in one process; every output element checked against float64 before timing (also on logits that "
+            "grow block after block). SDPA: `F.scaled_dot_product_attention` on the same tensors (K/V heads "
+            "repeated beforehand, or `enable_gqa`; the output made [B, T, H, D] contiguous); torch.compile: "
+            "default mode, of the hand-written eager form (runs with `--compile` only). tf32 rows: fp32 inputs, "
+            "the baselines with TF32 allowed (SDPA's fp32 kernel computes in fp32, hence its smaller error). "
+            "Each row names the commit it was measured at (`bench/merge_results.py --replace`).", ""]
+    return "\n".join(head + md) + "\n"
 
 
 def write_bench(rows, path: pathlib.Path, opts) -> None:
-    """/work/shared/BENCH.md's format: per problem the fastest verified sm90 kernel; the best
-    sm80 kernel of the same run alongside (fact_sm80_ms)."""
+    """The results format of docs/07-bench-format.md: per problem the fastest verified sm90
+    kernel; the best sm80 kernel of the same run alongside (fact_sm80_ms)."""
     import torch
 
     def sh(cmd):
@@ -488,9 +512,6 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
                        "torch": torch.__version__, "cuda": torch.version.cuda, "cutlass": cut,
                        "fact_commit": os.environ.get("FACT_COMMIT", "")},
            "rows": []}
-    md = ["| problem | policy | FACT sm90 ms | SDPA ms | vs SDPA | SDPA `enable_gqa` ms | FACT sm80 ms | torch.compile ms "
-          "| eager ms | max rel err (SDPA's) | kernel |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for pname in [*PROBLEMS, *TF32_PROBLEMS]:
         policy = "tf32" if pname in TF32_PROBLEMS else "bf16"
         mine = [r for r in rows if r["problem"] == pname]
@@ -514,15 +535,8 @@ def write_bench(rows, path: pathlib.Path, opts) -> None:
                "fact_sm80_ms": round(b80["fact_ms"], 4) if b80 else None,
                "fact_sm80_kernel": b80["kernel"] if b80 else None}
         out["rows"].append(row)
-        md.append(md_row(row))
     path.write_text(json.dumps(out, indent=1) + "\n")
-    head = [f"# Attention kernels on the {out['machine']['gpu']} (kernel level, bf16 and tf32)", "",
-            f"`{out['command']}` at {out['machine']['fact_commit'] or '?'}, {out['date']}; median of "
-            f"{opts.trials} trials, L2 flushed, all variants alternating in one process; every output "
-            "element checked against float64 before timing. SDPA: `F.scaled_dot_product_attention` on the "
-            "same tensors (K/V heads repeated beforehand; the output made [B, T, H, D] contiguous). tf32 rows: "
-            "fp32 inputs, the baselines with TF32 allowed.", ""]
-    path.with_suffix(".md").write_text("\n".join(head + md) + "\n")
+    path.with_suffix(".md").write_text(render_md(out, opts.trials))
 
 
 if __name__ == "__main__":
