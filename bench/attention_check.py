@@ -30,28 +30,25 @@ import subprocess
 import sys
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
-
-from fact.families.attention import FactAttentionArgs  # noqa: E402  (the ABI's one Python mirror)
 # The kernels and the problems, beside this script (bench/, the script's folder); their names are
-# re-exported here (``import attention_check as ac; ac.make_problem(...)``).
+# re-exported here (``import attention_check as ac; ac.make_problem(...)``). attention_problems
+# puts the repository's python/ on the path and imports the ABI's one Python mirror.
 from attention_kernels import (  # noqa: E402
-    ABI, CUTLASS_INCLUDE, ELEMENTS, MASKS, TEMPLATE_PARTS, TEMPLATE_SM90_PARTS, Sm90, build, cfg_matches,
+    ROOT, ABI, CUTLASS_INCLUDE, ELEMENTS, MASKS, TEMPLATE_PARTS, TEMPLATE_SM90_PARTS, Sm90, build, cfg_matches,
     cfg_name, kernel_name, render, render_sm90, sm90_configs)
 from attention_problems import (  # noqa: E402
-    ALL_PROBLEMS, F32IN_PROBLEMS, MASK_PROBLEMS, PROBLEMS, TF32_PROBLEMS, TOL_BF16, attn_args, check_kernel,
-    compare, load_kernel, make_problem, reference64)
+    ALL_PROBLEMS, F32IN_PROBLEMS, MASK_PROBLEMS, PROBLEMS, TF32_PROBLEMS, TOL_BF16, FactAttentionArgs, attn_args,
+    check_kernel, compare, load_kernel, make_problem, reference64)
 
 __all__ = [
     # attention_kernels
-    "ABI", "CUTLASS_INCLUDE", "ELEMENTS", "MASKS", "TEMPLATE_PARTS", "TEMPLATE_SM90_PARTS", "Sm90", "build",
+    "ROOT", "ABI", "CUTLASS_INCLUDE", "ELEMENTS", "MASKS", "TEMPLATE_PARTS", "TEMPLATE_SM90_PARTS", "Sm90", "build",
     "cfg_matches", "cfg_name", "kernel_name", "render", "render_sm90", "sm90_configs",
     # attention_problems
     "ALL_PROBLEMS", "F32IN_PROBLEMS", "MASK_PROBLEMS", "PROBLEMS", "TF32_PROBLEMS", "TOL_BF16", "attn_args",
-    "check_kernel", "compare", "load_kernel", "make_problem", "reference64",
+    "FactAttentionArgs", "check_kernel", "compare", "load_kernel", "make_problem", "reference64",
     # this script
-    "FactAttentionArgs", "ROOT", "main", "md_row", "run_gpu", "run_sm90", "sm90_child", "smoke", "write_bench"]
+    "main", "md_row", "render_md", "run_gpu", "run_sm90", "sm90_child", "smoke", "write_bench"]
 
 
 def main() -> int:
