@@ -45,7 +45,7 @@ struct AttentionSm90Options {
   int epilogue = 1;          // 0 registers -> global; 1 own shared tile + TMA store; 2 through Q's tile
   bool l2hint = false;       // TMA loads: K/V evict-last, Q evict-first
   bool lazy_rescale = true;  // O rescaled only when a row's max grows by more than 2^8
-  bool chain = false;        // the next tile's first Q K^T with this tile's last P V (overlap, persistent, epilogue != 2)
+  bool chain = false;        // the next tile's first Q K^T with this tile's last P V (overlap, persistent)
   int cluster = 1;           // 1 | 2: pairs of CTAs multicast K/V (no mask, no chain; not in the space)
   int producer_regs = 24;    // registers the producer warpgroup keeps (40 for clusters)
   int stage_rows = 32;       // fp32 inputs: rows of a staging sub-tile (32 | 64)
@@ -58,7 +58,7 @@ struct AttentionSm90Options {
 /// One point of the tuning space: an sm80 configuration, or an sm90 one when `sm90` is set.
 struct AttentionConfig {
   int block_m;     // sm80: 64 | 128 query rows per CTA (16 per warp); sm90: 64 x consumer_wg
-  int block_n;     // sm80: 32 | 64 keys per inner step; sm90: 64 | 96 | 128 | 160 | 192
+  int block_n;     // sm80: 32 | 64 keys per inner step; sm90: 64 | 96 | 128 | 160 | 176 | 192
   int min_blocks;  // sm80: 1 | 2 | 3 (__launch_bounds__); sm90: 1 | 2 (2 only with 1 WG)
   std::optional<AttentionSm90Options> sm90 = std::nullopt;  // set: the attention_sm90 template
   bool operator==(const AttentionConfig&) const = default;
