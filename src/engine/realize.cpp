@@ -57,13 +57,15 @@ void print_progress(const BuildResult& r, int done, int total) {
 }
 
 // Checks the plan's envelope (format, version, a patterns list); `source` names it in errors.
+// Throws fact::Error, naming what was wrong, for anything else (a field of the wrong type too).
 void check_plan(const json& plan, const std::string& source) {
-  if (plan.is_discarded() || !plan.is_object() || plan.value("format", "") != "fact.plan") {
+  if (plan.is_discarded() || !plan.is_object() || !plan.contains("format") || plan.at("format") != "fact.plan") {
     throw Error(source + " is not a FACT plan (format \"fact.plan\")");
   }
-  const int version = plan.value("version", 0);
-  if (version != kPlanFormatVersion && version != kSymbolicPlanFormatVersion) {
-    throw Error(source + ": unsupported plan version " + plan.value("version", nlohmann::json()).dump() + " (this build reads 1 and 2)");
+  const json version = plan.value("version", json());
+  if (!version.is_number_integer() ||
+      (version != kPlanFormatVersion && version != kSymbolicPlanFormatVersion)) {
+    throw Error(source + ": unsupported plan version " + version.dump() + " (this build reads the integers 1 and 2)");
   }
   if (!plan.contains("patterns") || !plan.at("patterns").is_array()) {
     throw Error(source + ": missing \"patterns\" list");
@@ -102,7 +104,8 @@ std::vector<BucketPattern> bucket_patterns(const json& pat, const std::string& i
 
 // Step 1 of realization: the candidates of every pattern, from its family's tuning space,
 // and their build requests (by kernel name: shared across patterns) into `requests`.
-std::vector<PatternWork> plan_patterns(const json& plan, const std::string& source, Precision policy, int tune_budget,
+// A pattern whose problem cannot be read is kept, marked invalid (it stays ATen).
+std::vector<PatternWork> read_patterns(const json& plan, const std::string& source, Precision policy, int tune_budget,
                                        const std::optional<GpuInfo>& gpu,
                                        std::map<std::string, BuildRequest>& requests) {
   const families::PlanContext ctx{policy, tune_budget, &gpu, gpu ? gpu->sm_count : 132};  // H200 without a GPU
@@ -153,12 +156,25 @@ std::vector<PatternWork> plan_patterns(const json& plan, const std::string& sour
   return work;
 }
 
+// read_patterns after check_plan; a plan whose envelope cannot be read (its version, its
+// symbols, a pattern that is not an object) throws fact::Error naming `source`.
+std::vector<PatternWork> plan_patterns(const json& plan, const std::string& source, Precision policy, int tune_budget,
+                                       const std::optional<GpuInfo>& gpu,
+                                       std::map<std::string, BuildRequest>& requests) {
+  check_plan(plan, source);
+  try {
+    return read_patterns(plan, source, policy, tune_budget, gpu, requests);
+  } catch (const json::exception& e) {
+    // A hand-edited plan's field of the wrong type: name the file rather than abort.
+    throw Error(source + ": malformed plan: " + e.what());
+  }
+}
+
 }  // namespace
 
 std::vector<PlannedPattern> plan_candidates(const json& plan, Precision policy, int tune_budget,
                                             const std::optional<GpuInfo>& gpu,
                                             std::map<std::string, BuildRequest>& requests) {
-  check_plan(plan, "plan");
   std::vector<PlannedPattern> out;
   for (auto& w : plan_patterns(plan, "plan", policy, tune_budget, gpu, requests)) {
     if (w.realization) {
@@ -364,7 +380,7 @@ std::vector<CompileCharge> charge_compile(
 
 int run_realize(const RealizeOptions& given) {
   const json plan = parse_json_document<json>(read_file(given.plan), given.plan.string());
-  check_plan(plan, given.plan.string());
+  check_plan(plan, given.plan.string());  // before the toolchain and the GPU are looked for
   // The policy: the plan's own unless --policy names one; a different one is said, since a
   // plan discovered under fp32 and realized under tf32 was once built as tf32 silently.
   RealizeOptions opt = given;

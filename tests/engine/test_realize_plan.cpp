@@ -1,6 +1,12 @@
 // factc realize on plans it cannot fully read: errors name the file, bad patterns are skipped.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -38,6 +44,26 @@ TEST(RealizePlan, WrongVersionIsAnError) {
     EXPECT_NE(std::string(e.what()).find("unsupported plan version 9"), std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+// A fuzz finding (tests/fuzz/corpus/plan/plan_version_is_a_string.json): an envelope field of
+// the wrong type is the reader's error naming the field, not the JSON library's type_error.
+TEST(RealizePlan, EnvelopeFieldsOfTheWrongTypeAreErrors) {
+  const std::vector<std::pair<json, std::string>> cases{
+      {{{"format", "fact.plan"}, {"version", "1"}, {"patterns", json::array()}}, "plan: unsupported plan version \"1\""},
+      {{{"format", "fact.plan"}, {"version", 1.0}, {"patterns", json::array()}}, "plan: unsupported plan version 1.0"},
+      {{{"format", "fact.plan"}, {"patterns", json::array()}}, "plan: unsupported plan version null"},
+      {{{"format", 1}, {"version", 1}, {"patterns", json::array()}}, "plan is not a FACT plan"},
+      {{{"format", "fact.plan"}, {"version", 2}, {"patterns", json::object()}}, "plan: missing \"patterns\" list"}};
+  for (const auto& [plan, expected] : cases) {
+    std::map<std::string, fact::realize::BuildRequest> requests;
+    try {
+      fact::realize::plan_candidates(plan, fact::Precision::tf32, 2, std::nullopt, requests);
+      ADD_FAILURE() << "expected an error for " << plan.dump();
+    } catch (const fact::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
