@@ -92,6 +92,8 @@ class Sm90:
     slots: int = 4     # f32: at most this many staging slots (as many as fit)
     qreg: int = 0      # tf32: Q in registers (Q K^T from registers)
     prefetch: int = 0  # K/V blocks (and the next tile's Q) prefetched this many ahead into L2
+    kahead: int = 1    # tf32, 2+ stages: K loaded 1 key block ahead of V's transposition, or 0
+    lw: int = 0        # tf32: one producer warp issues the loads, three transpose
 
     @property
     def bm(self) -> int:
@@ -103,7 +105,7 @@ class Sm90:
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
                 f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
-                f"{'_qr' if self.qreg else ''}{f'_pf{self.prefetch}' if self.prefetch else ''}"
+                f"{'_qr' if self.qreg else ''}{f'_pf{self.prefetch}' if self.prefetch else ''}{'_ka0' if not self.kahead else ''}{'_lw' if self.lw else ''}"
                 f"{f'_r{self.preg}' if self.preg != 24 else ''}"
                 f"{f'_sr{self.srows}' if self.srows != 32 else ''}{f'_sl{self.slots}' if self.slots != 4 else ''}")
 
@@ -119,7 +121,7 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
             "LAZY_RESCALE": str(c.lazy), "CHAIN": str(c.chain),
             "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg), "STAGE_ROWS": str(c.srows),
             "STAGING_MAX": str(c.slots), "QREG": str(c.qreg),
-            "PREFETCH": str(c.prefetch)}
+            "PREFETCH": str(c.prefetch), "K_AHEAD": str(c.kahead), "LOAD_WARP": str(c.lw)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -191,6 +193,18 @@ def sm90_configs() -> list:
             Sm90("tf32", 128, "nomask", 64, prefetch=2, **tf), Sm90("tf32", 128, "causal", 64, prefetch=2, **tf),
             Sm90("bf16", 128, "nomask", 128, prefetch=2, **pp), Sm90("bf16", 128, "nomask", 160, prefetch=2, **pp),
             Sm90("bf16", 96, "causal", 128, chain=1, prefetch=2, **pp), Sm90("bf16", 128, "causal", 128, prefetch=2, **pp)]
+    # tf32: K at the start of each block's transposition (v16's order) against one block ahead
+    # (v17; perf-notes v17e: the head-dim-128 kernels 2-6 % slower since)
+    out += [Sm90("tf32", 128, "nomask", 64, kahead=0, **tf), Sm90("tf32", 128, "causal", 64, kahead=0, **tf),
+            Sm90("tf32", 96, "causal", 64, kahead=0, **{**tf, "epilogue": 1}),
+            Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, kahead=0, **tf)]
+    # tf32: one producer warp for the loads, three transposing (perf-notes v17: the loads and
+    # the transposition serialize in one warpgroup), K one block ahead and not; 104 producer
+    # registers (at 64 ptxas spills 124-244 B; the consumers keep 200)
+    lw = {**tf, "preg": 104}
+    out += [Sm90("tf32", d, mask, 64, lw=1, kahead=ka, **{**lw, "epilogue": 1 if d == 96 else 0})
+            for d, mask in ((96, "causal"), (128, "causal"), (128, "nomask")) for ka in (1, 0)]
+    out += [Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, lw=1, **lw)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

@@ -56,6 +56,8 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"STAGING_MAX", std::to_string(o.staging_max)},
       {"QREG", flag(o.qreg)},
       {"PREFETCH", std::to_string(o.prefetch)},
+      {"K_AHEAD", std::to_string(o.k_ahead)},
+      {"LOAD_WARP", flag(o.load_warp)},
   });
 }
 

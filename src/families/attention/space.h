@@ -52,6 +52,8 @@ struct AttentionSm90Options {
   int staging_max = 4;       // fp32 inputs: at most this many staging slots (as many as fit)
   bool qreg = false;         // tf32: Q in registers, Q K^T from registers (RS; not yet in the space)
   int prefetch = 0;          // 0, or K/V blocks (and the next tile's Q) prefetched this many ahead into L2
+  int k_ahead = 1;           // tf32, 2+ stages: K loaded 1 key block ahead of V's transposition, or 0 (v16's order)
+  bool load_warp = false;    // tf32: one producer warp issues the loads, three transpose (else all four transpose)
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

@@ -74,7 +74,9 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
          (c.min_blocks == 1 || (c.min_blocks == 2 && o.consumer_wg == 1)) && o.epilogue >= 0 && o.epilogue <= 2 &&
          (!o.chain || (o.overlap && o.persistent)) &&
          (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0)) &&
-         o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f)));
+         o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f))) &&
+         (o.k_ahead == 1 || (o.k_ahead == 0 && attention_sm90_transposes(f) && o.stages > 1)) &&
+         (!o.load_warp || attention_sm90_transposes(f));
 }
 
 }  // namespace
@@ -138,20 +140,26 @@ std::size_t tiles_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const std::size_t tile_kv = std::size_t(c.block_n) * std::size_t(f.head_dim) * elem;
   return (o.chain ? 2 : 1) * tile_q + 2 * std::size_t(o.stages) * tile_kv + (o.epilogue == 1 ? tile_q : 0);
 }
+
+// The template's barriers with `slots` staging slots: Q's full and empty (2 each), 4 per K/V
+// stage, each slot's full (and, with a load warp, empty) barrier; 8 bytes each.
+std::size_t barrier_bytes(const AttentionSm90Options& o, int slots) {
+  return 8 * (4 + 4 * std::size_t(o.stages) + (o.load_warp ? 2 : 1) * std::size_t(slots));
+}
 }  // namespace
 
 int attention_sm90_staging_slots(const AttentionFamily& f, const AttentionConfig& c) {
   if (!staged(f)) return 0;
   const AttentionSm90Options& o = *c.sm90;
-  const long long cap =
-      (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 - 8 * (4 + 4 * o.stages + o.staging_max);
+  const long long cap = (long long)(kTemplateSmemLimit / std::size_t(c.min_blocks)) - 1024 -
+                        (long long)barrier_bytes(o, o.staging_max);
   const long long fit = (cap - (long long)tiles_bytes(f, c)) / (o.stage_rows * 4LL * f.head_dim);
   return int(std::clamp(fit, 0LL, (long long)o.staging_max));
 }
 
 std::size_t attention_sm90_smem_bytes(const AttentionFamily& f, const AttentionConfig& c) {
   const int slots = attention_sm90_staging_slots(f, c);
-  const std::size_t bars = 8 * (4 + 4 * std::size_t(c.sm90->stages) + std::size_t(slots));
+  const std::size_t bars = barrier_bytes(*c.sm90, slots);
   return tiles_bytes(f, c) + std::size_t(slots) * std::size_t(c.sm90->stage_rows) * 4 * std::size_t(f.head_dim) +
          bars + 1024;
 }
@@ -307,6 +315,8 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.cluster == 2) s += "_c2";
   if (o.qreg) s += "_qr";
   if (o.prefetch != 0) s += fmt::format("_pf{}", o.prefetch);
+  if (o.k_ahead == 0) s += "_ka0";
+  if (o.load_warp) s += "_lw";
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

@@ -362,6 +362,39 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
                                           AttentionGpuLimits{}));  // converting
   pf.prefetch = 5;
   EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, pf), AttentionGpuLimits{}));
+  // K at the start of each block's transposition (the template's option): named _ka0, tf32
+  // with two stages or more only (the 16-bit producers and one stage have no such order).
+  AttentionSm90Options ka = qr;
+  ka.qreg = false;
+  ka.k_ahead = 0;
+  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, ka)),
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_ka0_r64");
+  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, ka), AttentionGpuLimits{}));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 64, 1, ka),
+                                          AttentionGpuLimits{}));  // 16-bit
+  ka.stages = 1;
+  EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, ka), AttentionGpuLimits{}));  // one stage
+  ka.stages = 2;
+  ka.k_ahead = 2;
+  EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, ka), AttentionGpuLimits{}));
+  // A load warp (the template's option): named _lw, tf32 only; each staging slot gets an
+  // empty barrier too. d128 causal 128x64: Q 64 KiB, K/V 2 x 2 x 32 KiB, 2 slots of 16 KiB,
+  // barriers 8 x (4 + 8 + 2 x 2), 1 KiB of slack.
+  AttentionSm90Options lw = qr;
+  lw.qreg = false;
+  lw.load_warp = true;
+  lw.producer_regs = 104;
+  const AttentionFamily tf128{"tf32", DType::f32, 128, MaskKind::causal};
+  EXPECT_EQ(attention_kernel_name(tf128, sm90(128, 64, 1, lw)),
+            "fact_attn_sm90_tf32_f32_d128_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_lw_r104");
+  EXPECT_TRUE(attention_sm90_config_fits(tf128, sm90(128, 64, 1, lw), AttentionGpuLimits{}));
+  EXPECT_EQ(attention_sm90_staging_slots(tf128, sm90(128, 64, 1, lw)), 2);
+  EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 128 + 1024);
+  lw.load_warp = false;
+  EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 112 + 1024);
+  lw.load_warp = true;
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::causal}, sm90(128, 64, 1, lw),
+                                          AttentionGpuLimits{}));  // 16-bit
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
