@@ -205,6 +205,14 @@ def sm90_configs() -> list:
     out += [Sm90("tf32", d, mask, 64, lw=1, kahead=ka, **{**lw, "epilogue": 1 if d == 96 else 0})
             for d, mask in ((96, "causal"), (128, "causal"), (128, "nomask")) for ka in (1, 0)]
     out += [Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, lw=1, **lw)]
+    # v18b, minGPT's core: the load warp with K at its block's start (v18's fastest) combined
+    # with chaining, lazy rescaling, Q in registers, and fewer producer registers
+    lw0 = {**lw, "kahead": 0, "lw": 1}
+    out += [Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **lw0), Sm90("tf32", 96, "causal", 64, chain=1, **lw0),
+            Sm90("tf32", 96, "causal", 64, lazy=1, **{**lw0, "epilogue": 1}),
+            Sm90("tf32", 96, "causal", 64, qreg=1, **{**lw0, "epilogue": 1}),
+            Sm90("tf32", 96, "causal", 64, **{**lw0, "epilogue": 1, "preg": 96}),
+            Sm90("tf32", 96, "causal", 64, **{**lw0, "epilogue": 1, "preg": 88})]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

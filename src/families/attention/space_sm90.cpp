@@ -58,6 +58,12 @@ constexpr double kTf32StepCost = 2.0 * 1.10;
 // tf32 with lazy rescaling: 27 % slower on the Llama block (v16: 5.316 against 4.194 ms
 // eager), where the 16-bit kernels gain 3 %.
 constexpr double kLazyTf32 = 1.27;
+// tf32 with a load warp and K at its block's start (LOAD_WARP, K_AHEAD 0): three warps
+// transpose instead of four, 4.5 % a step (v18, the Llama block: 4.342 against 4.153 ms,
+// 33 steps a tile), and no load waits at a tile's boundary, 0.57 of a step a tile (v18,
+// minGPT's core: 0.331 against 0.351 ms, about 6 steps a tile).
+constexpr double kTf32LoadWarpStepCost = 1.045;
+constexpr double kTf32LoadWarpTileSteps = 0.57;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -224,7 +230,9 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
     // head dim 64); 64 producer registers (56 spill in the transposition); eager rescaling
     // and lazy, chained and not, O from registers; eager with O through its own shared tile
-    // where it fits (head dim 64 and 96 at 64 keys: docs/perf-notes.md v16, v17).
+    // where it fits (head dim 64 and 96 at 64 keys: docs/perf-notes.md v16, v17); and the
+    // load warp with K at its block's start, eager with its own O tile and lazy chained
+    // (104 producer registers: 64 spill; v18).
     AttentionSm90Options tf = base;
     tf.epilogue = 0;
     tf.producer_regs = 64;
@@ -233,8 +241,14 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     tf_lazy.lazy_rescale = tf_lazy_chain.lazy_rescale = true;
     tf_chain.chain = tf_lazy_chain.chain = true;
     tf_e1.epilogue = 1;
+    AttentionSm90Options tf_e1_lw = tf_e1, tf_lazy_chain_lw = tf_lazy_chain;
+    for (AttentionSm90Options* o : {&tf_e1_lw, &tf_lazy_chain_lw}) {
+      o->load_warp = true;
+      o->k_ahead = 0;
+      o->producer_regs = 104;
+    }
     for (int bn : {128, 96, 64})
-      for (const AttentionSm90Options& o : {tf_e1, tf, tf_lazy, tf_chain, tf_lazy_chain})
+      for (const AttentionSm90Options& o : {tf_e1, tf, tf_lazy, tf_chain, tf_lazy_chain, tf_e1_lw, tf_lazy_chain_lw})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }
@@ -257,10 +271,12 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   if (o.chain) step_s *= attention_sm90_transposes(f) ? kTf32ChainStepCost : kChainStepCost;
   if (attention_sm90_converts(f)) step_s *= kConvertStepCost;
   if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;
+  if (o.load_warp) step_s *= kTf32LoadWarpStepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
                              (o.epilogue == 0   ? (attention_sm90_transposes(f) ? kTf32Epilogue0Steps : kEpilogue0Steps)
                               : o.epilogue == 2 ? kEpilogue2Steps
-                                                : 0.0);
+                                                : 0.0) -
+                             (o.load_warp ? kTf32LoadWarpTileSteps : 0.0);
 
   const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
   double total_steps = 0, max_steps = 0;
