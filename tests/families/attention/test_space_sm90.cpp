@@ -358,21 +358,23 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   qr.producer_regs = 64;
   qr.qreg = true;
   const AttentionFamily tf{"tf32", DType::f32, 96, MaskKind::causal};
-  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, qr)),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_qr_r64");
-  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, qr), AttentionGpuLimits{}));
-  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 64, 1, qr),
-                                          AttentionGpuLimits{}));  // tf32 only
+  // A template option `o` on minGPT's tf32 family: named `name`, a fitting configuration,
+  // and refused for family `other` (the option's producer is not there).
+  const auto option_only_for_tf = [&](const AttentionSm90Options& o, const std::string& name,
+                                      const AttentionFamily& other) {
+    EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, o)), name);
+    EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, o), AttentionGpuLimits{})) << name;
+    EXPECT_FALSE(attention_sm90_config_fits(other, sm90(128, 128, 1, o), AttentionGpuLimits{})) << name;
+  };
+  const AttentionFamily bf16_d96{"bf16", DType::bf16, 96, MaskKind::causal};
+  option_only_for_tf(qr, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_qr_r64", bf16_d96);
   // L2 prefetch (the template's option): named _pf<N>, 0-4 blocks ahead, not with clusters
   // nor the converting producer.
   AttentionSm90Options pf = qr;
   pf.qreg = false;
   pf.prefetch = 2;
-  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, pf)),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_pf2_r64");
-  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, pf), AttentionGpuLimits{}));
-  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::f32, 96, MaskKind::causal}, sm90(128, 128, 1, pf),
-                                          AttentionGpuLimits{}));  // converting
+  option_only_for_tf(pf, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_pf2_r64",
+                     {"bf16", DType::f32, 96, MaskKind::causal});  // converting
   pf.prefetch = 5;
   EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, pf), AttentionGpuLimits{}));
   // K at the start of each block's transposition (the template's option): named _ka0, tf32
@@ -380,11 +382,7 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   AttentionSm90Options ka = qr;
   ka.qreg = false;
   ka.k_ahead = 0;
-  EXPECT_EQ(attention_kernel_name(tf, sm90(128, 64, 1, ka)),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_ka0_r64");
-  EXPECT_TRUE(attention_sm90_config_fits(tf, sm90(128, 64, 1, ka), AttentionGpuLimits{}));
-  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 96, MaskKind::causal}, sm90(128, 64, 1, ka),
-                                          AttentionGpuLimits{}));  // 16-bit
+  option_only_for_tf(ka, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_ka0_r64", bf16_d96);
   ka.stages = 1;
   EXPECT_FALSE(attention_sm90_config_fits(tf, sm90(128, 64, 1, ka), AttentionGpuLimits{}));  // one stage
   ka.stages = 2;
@@ -397,6 +395,7 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   lw.qreg = false;
   lw.load_warp = true;
   lw.producer_regs = 104;
+  option_only_for_tf(lw, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_lw_r104", bf16_d96);
   const AttentionFamily tf128{"tf32", DType::f32, 128, MaskKind::causal};
   EXPECT_EQ(attention_kernel_name(tf128, sm90(128, 64, 1, lw)),
             "fact_attn_sm90_tf32_f32_d128_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_lw_r104");
@@ -405,9 +404,6 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 128 + 1024);
   lw.load_warp = false;
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 112 + 1024);
-  lw.load_warp = true;
-  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::causal}, sm90(128, 64, 1, lw),
-                                          AttentionGpuLimits{}));  // 16-bit
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
