@@ -213,6 +213,11 @@ def sm90_configs() -> list:
             Sm90("tf32", 96, "causal", 64, qreg=1, **{**lw0, "epilogue": 1}),
             Sm90("tf32", 96, "causal", 64, **{**lw0, "epilogue": 1, "preg": 96}),
             Sm90("tf32", 96, "causal", 64, **{**lw0, "epilogue": 1, "preg": 88})]
+    # v18c: the load warp with O from registers, so that 4 (or 6) staging slots fit beside
+    # the tiles (epilogue 1 leaves 2), eager and lazy; 96-key tiles; three K/V stages
+    out += [Sm90("tf32", 96, "causal", 64, **lw0), Sm90("tf32", 96, "causal", 64, slots=6, **lw0),
+            Sm90("tf32", 96, "causal", 64, lazy=1, **lw0), Sm90("tf32", 96, "causal", 96, **lw0),
+            Sm90("tf32", 96, "causal", 64, stages=3, **lw0)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),
