@@ -82,7 +82,9 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
          (o.cluster == 1 || (o.cluster == 2 && f.mask == MaskKind::none && !o.chain && c.block_n % 16 == 0)) &&
          o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f))) &&
          (o.k_ahead == 1 || (o.k_ahead == 0 && attention_sm90_transposes(f) && o.stages > 1)) &&
-         (!o.load_warp || attention_sm90_transposes(f));
+         (!o.load_warp || attention_sm90_transposes(f)) &&
+         (o.order_rounds == 0 || (o.order_rounds > 0 && o.order_rounds % 2 == 0 && o.order_rounds <= 8 && o.persistent &&
+                                  f.mask == MaskKind::causal && o.cluster == 1));
 }
 
 }  // namespace
@@ -333,6 +335,7 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.prefetch != 0) s += fmt::format("_pf{}", o.prefetch);
   if (o.k_ahead == 0) s += "_ka0";
   if (o.load_warp) s += "_lw";
+  if (o.order_rounds != 0) s += fmt::format("_o{}", o.order_rounds);
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

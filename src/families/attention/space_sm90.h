@@ -63,7 +63,7 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 /// True when `c` is a valid sm90 configuration (the template's static_asserts: BLOCK_M =
 /// 64 x WG, BLOCK_N in {64, 96, 128, 160, 176, 192}, pingpong with 2 WG and overlap, MIN_BLOCKS 2
 /// only with 1 WG, chain with overlap + persistent, clusters of 2 without a mask or chain,
-/// L2 prefetch 0-4 without clusters nor converting, K ahead 0 and a load warp only for tf32 (K ahead 0 with 2+ stages); converting: epilogue 0, no cluster, at
+/// L2 prefetch 0-4 without clusters nor converting, K ahead 0 and a load warp only for tf32 (K ahead 0 with 2+ stages), a windowed order of 2-8 rounds (even) only causal and persistent without clusters; converting: epilogue 0, no cluster, at
 /// least 2 staging slots; tf32: epilogue 2 only chained, 32-row staging) that fits:
 /// shared memory <= 232448 / MIN_BLOCKS bytes (227 KiB, the
 /// template's assert) and <= smem_per_block, MIN_BLOCKS x (smem + reserved) <= smem_per_sm,

@@ -404,6 +404,23 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 128 + 1024);
   lw.load_warp = false;
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 112 + 1024);
+  // The windowed order (the template's option): named _o<rounds>, an even count of 2-8 rounds,
+  // causal persistent kernels without clusters only.
+  AttentionSm90Options ord;
+  ord.order_rounds = 4;
+  const AttentionFamily bf_causal{"bf16", DType::bf16, 128, MaskKind::causal};
+  EXPECT_EQ(attention_kernel_name(bf_causal, sm90(128, 128, 1, ord)),
+            "fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy_o4");
+  EXPECT_TRUE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{}));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::none}, sm90(128, 128, 1, ord),
+                                          AttentionGpuLimits{}));  // no mask: every tile costs the same
+  for (int rounds : {-2, 3, 10}) {
+    ord.order_rounds = rounds;
+    EXPECT_FALSE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{})) << rounds;
+  }
+  ord.order_rounds = 2;
+  ord.persistent = false;
+  EXPECT_FALSE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{}));
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
