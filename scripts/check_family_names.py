@@ -162,6 +162,7 @@ def main(argv: list[str]) -> int:
         print(f"check_family_names: {len(found)} place(s) name a family or rule outside its folder; "
               "ask the family through src/families/family.h (or python/fact/families) instead", file=sys.stderr)
         return 1
+    print("check_family_names: no family or rule named outside its folder")
     return 0
 
 

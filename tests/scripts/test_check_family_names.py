@@ -33,12 +33,14 @@ def test_names_come_from_family_folders_and_rules(tmp_path):
     assert fams == {"attention": {"attention"}, "gemm": {"gemm", "gemm_bmm"}}
 
 
-def test_a_clean_tree_passes(tmp_path):
+def test_a_clean_tree_passes(tmp_path, capsys):
     root = _tree(tmp_path, {
         "src/discover/planner.cpp": '// the "gemm" rule: named in a comment only\nfor (auto& f : families()) {}\n',
         "python/fact/runtime.py": '"""Docstring naming ``"attention"`` == "attention" is text."""\nx = 1  # == "gemm"\n',
     })
     assert check_family_names.check(root) == []
+    assert check_family_names.main(["x", str(root)]) == 0
+    assert "no family or rule named outside its folder" in capsys.readouterr().out
 
 
 def test_comparisons_outside_the_family_fail(tmp_path):

@@ -123,7 +123,7 @@ class Evaluator {
   int plan(const std::string& v) {
     if (auto it = lazy_ids_.find(v); it != lazy_ids_.end()) return it->second;
     const Node* n = g_.producer(v);
-    if (!n || n->outputs.size() != 1 || !n->outputs[0].type || n->outputs[0].type->rank() > kMaxRank) return -1;
+    if (!n || n->outputs.size() != 1 || !n->outputs[0].type || n->outputs[0].type->rank() > int64_t(kMaxRank)) return -1;
     Lazy node{n->outputs[0].type->shape, n->outputs[0].type->dtype, nullptr, {}, {}, {}};
     if (count(node.shape) <= max_) {
       if (!value(v)) return -1;
