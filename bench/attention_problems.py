@@ -35,14 +35,18 @@ MASK_PROBLEMS = {
     "gqa_keep_mask": (2, 32, 8, 1024, 128, "keep", "bthd"),
     "mingpt_drop_mask": (16, 8, 8, 512, 96, "drop", "qkv"),
 }
+#: The split tail's edges: 32 tiles, at most a quarter of the grid, all split (4 parts of 8
+#: key blocks of 128, or of 16 of 64), the last query block and the last key block partial
+#: (1000 = 7 x 128 + 104).
+EDGE_PROBLEMS = {"split_tail_edges": (2, 4, 4, 1000, 128, "nomask", "bthd")}
 #: fp32 inputs under the bf16 policy (the model kept in fp32, `--precision bf16`): the same
 #: shapes, each tile rounded to bf16 by the kernel; the baselines run under autocast(bf16).
 F32IN_PROBLEMS = {"mingpt_attention_core_f32in": PROBLEMS["mingpt_attention_core"],
                   "llama3_8b_block_attention_f32in": PROBLEMS["llama3_8b_block_attention"]}
 #: fp32 inputs under the tf32 policy: the same shapes in tf32 math (the sm90 kernel's
 #: transposing producer; the baselines with TF32 allowed).
-TF32_PROBLEMS = {f"{n}_tf32": PROBLEMS[n] for n in PROBLEMS}
-ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **F32IN_PROBLEMS, **TF32_PROBLEMS}
+TF32_PROBLEMS = {f"{n}_tf32": shape for n, shape in {**PROBLEMS, **EDGE_PROBLEMS}.items()}
+ALL_PROBLEMS = {**PROBLEMS, **MASK_PROBLEMS, **EDGE_PROBLEMS, **F32IN_PROBLEMS, **TF32_PROBLEMS}
 
 
 # ------------------------------------------------------------------ inputs, float64 reference, one kernel's check
@@ -126,12 +130,15 @@ def compare(got, ref) -> dict:
 
 
 def load_kernel(lib_path: pathlib.Path, name: str):
+    """The library and its ``_run``, ``_can_implement`` and ``_workspace_bytes``."""
     lib = ctypes.CDLL(str(lib_path))
     run = getattr(lib, f"{name}_run")
     run.argtypes = [ctypes.POINTER(FactAttentionArgs), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     can = getattr(lib, f"{name}_can_implement")
     can.argtypes = [ctypes.POINTER(FactAttentionArgs)]
-    return lib, run, can
+    ws = getattr(lib, f"{name}_workspace_bytes")
+    ws.argtypes, ws.restype = [ctypes.POINTER(FactAttentionArgs)], ctypes.c_size_t
+    return lib, run, can, ws
 
 
 def attn_args(P) -> FactAttentionArgs:
@@ -159,14 +166,18 @@ def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
     """Poison the output, run the kernel once, check every element against float64."""
     import torch
 
-    lib, run, can = load_kernel(lib_path, name)
+    lib, run, can, ws_bytes = load_kernel(lib_path, name)
     a = attn_args(P)
     rc = can(ctypes.byref(a))
     if rc != 0:
         return {"kernel": name, "verified": False, "can_implement": rc}, None
+    # The workspace (the split tail's parts), poisoned: the kernel must write what it reads.
+    n_ws = int(ws_bytes(ctypes.byref(a)))
+    ws = torch.full((max(n_ws // 4, 1),), float("nan"), device=P["out"].device, dtype=torch.float32)
+    ws_ptr = ws.data_ptr() if n_ws else None
     P["out"].fill_(float("nan"))
     stream = torch.cuda.current_stream().cuda_stream
-    r = run(ctypes.byref(a), None, 0, stream)
+    r = run(ctypes.byref(a), ws_ptr, n_ws, stream)
     torch.cuda.synchronize()  # raises on a launch or kernel error
     if r != 0:
         return {"kernel": name, "verified": False, "run_rc": r}, None
@@ -177,7 +188,7 @@ def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
     if dead:  # again with SDPA's convention: those rows 0, every element written and finite
         a.flags = 1
         P["out"].fill_(float("nan"))
-        r = run(ctypes.byref(a), None, 0, stream)
+        r = run(ctypes.byref(a), ws_ptr, n_ws, stream)
         torch.cuda.synchronize()
         z = compare(P["o"], torch.nan_to_num(ref, nan=0.0))
         res["empty_zero_max_rel_err"] = z["max_rel_err"]
@@ -185,8 +196,12 @@ def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
         a.flags = 0
 
     def fact():
-        rr = run(ctypes.byref(a), None, 0, stream)
+        rr = run(ctypes.byref(a), ws_ptr, n_ws, stream)
         if rr != 0:
             raise RuntimeError(f"{name}_run returned {rr}")
 
-    return res, (fact, lib, a)
+    res["workspace_bytes"] = n_ws
+    if n_ws:  # without the workspace it says so (FACT_ATTN_ERR_WORKSPACE), launching nothing
+        res["no_workspace_rc"] = run(ctypes.byref(a), None, 0, stream)
+        res["verified"] = res["verified"] and res["no_workspace_rc"] == 5
+    return res, (fact, lib, a, ws)

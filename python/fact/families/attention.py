@@ -401,7 +401,9 @@ class Attention(Family):
                  "vector loads",
               3: "FACT_ATTN_ERR_MASK: mask given to a kernel without one, or missing",
               4: "FACT_ATTN_ERR_RANGE: an index would overflow 32 bits where the kernel uses "
-                 "them"}
+                 "them",
+              5: "FACT_ATTN_ERR_WORKSPACE: the workspace is missing, unaligned or smaller than "
+                 "_workspace_bytes says"}
     # Realize times a vendor bound (eager's two GEMMs alone), not the ATen nodes.
     aten_check_by_default = True
 

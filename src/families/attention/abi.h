@@ -59,6 +59,7 @@ enum {
   FACT_ATTN_ERR_MASK = 3,       /* mask given to a kernel without one, or missing; a window < 0, or without causal;
                                    mask_affine other than 0 or 1, or 1 without an additive mask */
   FACT_ATTN_ERR_RANGE = 4,      /* an index would overflow 32 bits where the kernel uses them */
+  FACT_ATTN_ERR_WORKSPACE = 5,  /* workspace null, unaligned (16 bytes) or smaller than _workspace_bytes says */
   FACT_ATTN_ERR_CUDA_BASE = 10000
 };
 

@@ -43,6 +43,7 @@ std::string return_code_text(int rc) {
     case FACT_ATTN_ERR_STRIDE: return "a stride or pointer breaks 16-byte vector loads";
     case FACT_ATTN_ERR_MASK: return "mask given to a kernel without one, or missing, or a window without causal, or a mask prologue without an additive mask";
     case FACT_ATTN_ERR_RANGE: return "an index would overflow 32 bits";
+    case FACT_ATTN_ERR_WORKSPACE: return "the workspace is missing, unaligned or smaller than _workspace_bytes";
     default: break;
   }
   if (rc >= FACT_ATTN_ERR_CUDA_BASE) return cudaGetErrorName(cudaError_t(rc - FACT_ATTN_ERR_CUDA_BASE));

@@ -58,7 +58,7 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"PREFETCH", std::to_string(o.prefetch)},
       {"K_AHEAD", std::to_string(o.k_ahead)},
       {"LOAD_WARP", flag(o.load_warp)},
-      {"ORDER_ROUNDS", std::to_string(o.order_rounds)},
+      {"SPLIT_TAIL", flag(o.split_tail)},
   });
 }
 

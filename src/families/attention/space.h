@@ -54,7 +54,7 @@ struct AttentionSm90Options {
   int prefetch = 0;          // 0, or K/V blocks (and the next tile's Q) prefetched this many ahead into L2
   int k_ahead = 1;           // tf32, 2+ stages: K loaded 1 key block ahead of V's transposition, or 0 (v16's order)
   bool load_warp = false;    // tf32: one producer warp issues the loads, three transpose (else all four transpose)
-  int order_rounds = 0;      // causal, persistent: tiles in windows of this many rounds, heaviest first (0: plain order)
+  bool split_tail = false;   // no mask, persistent: a last round of at most half the grid split over its key blocks
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

@@ -64,6 +64,10 @@ constexpr double kLazyTf32 = 1.27;
 // minGPT's core: 0.331 against 0.351 ms, about 6 steps a tile).
 constexpr double kTf32LoadWarpStepCost = 1.045;
 constexpr double kTf32LoadWarpTileSteps = 0.57;
+// The split tail: its parts' O rows into the workspace (fp32, from registers) and the combine
+// kernel that reads them back, about 3 steps of 128 keys (a prediction: docs/perf-notes.md
+// v20 measures it; on the Llama block the parts write and the combine reads 8 MB).
+constexpr double kSplitCombineSteps = 3.0;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -83,8 +87,7 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
          o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f))) &&
          (o.k_ahead == 1 || (o.k_ahead == 0 && attention_sm90_transposes(f) && o.stages > 1)) &&
          (!o.load_warp || attention_sm90_transposes(f)) &&
-         (o.order_rounds == 0 || (o.order_rounds > 0 && o.order_rounds % 2 == 0 && o.order_rounds <= 8 && o.persistent &&
-                                  f.mask == MaskKind::causal && o.cluster == 1));
+         (!o.split_tail || (f.mask == MaskKind::none && o.persistent && o.cluster == 1 && o.epilogue != 2));
 }
 
 }  // namespace
@@ -199,8 +202,9 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu) {
   const AttentionSm90Options base{};  // 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
-  AttentionSm90Options chain = base, eager = base, eager_chain = base, wide = base, one_wg = base;
+  AttentionSm90Options chain = base, eager = base, eager_chain = base, wide = base, one_wg = base, split = base;
   chain.chain = true;
+  split.split_tail = true;  // no mask only (valid_schedule)
   eager.lazy_rescale = false;
   eager_chain.lazy_rescale = false;
   eager_chain.chain = true;
@@ -208,7 +212,7 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
   one_wg.consumer_wg = 1;
   one_wg.pingpong = false;
   one_wg.epilogue = 0;
-  const AttentionConfig all[] = {{128, 128, 1, base}, {128, 128, 1, chain}, {128, 128, 1, eager},
+  const AttentionConfig all[] = {{128, 128, 1, base}, {128, 128, 1, split}, {128, 128, 1, chain}, {128, 128, 1, eager},
                                  {128, 128, 1, eager_chain}, {128, 192, 1, wide}, {64, 128, 2, one_wg}};
   std::vector<AttentionConfig> out;
   if (attention_sm90_converts(f)) {
@@ -223,6 +227,7 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     cv.producer_regs = cv_chain.producer_regs = 56;
     cv72.producer_regs = 72;
     cv_chain.chain = true;
+    // The split tail measured 0.5 % slower on the Llama block (v20): not here.
     for (const AttentionConfig& c : {AttentionConfig{128, 128, 1, cv}, AttentionConfig{128, 128, 1, cv_chain},
                                      AttentionConfig{128, 128, 1, cv72}})
       if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
@@ -239,7 +244,8 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     tf.epilogue = 0;
     tf.producer_regs = 64;
     tf.lazy_rescale = false;
-    AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf, tf_e1 = tf;
+    AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf, tf_e1 = tf, tf_split = tf;
+    tf_split.split_tail = true;
     tf_lazy.lazy_rescale = tf_lazy_chain.lazy_rescale = true;
     tf_chain.chain = tf_lazy_chain.chain = true;
     tf_e1.epilogue = 1;
@@ -250,7 +256,8 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
       o->producer_regs = 104;
     }
     for (int bn : {128, 96, 64})
-      for (const AttentionSm90Options& o : {tf_e1, tf, tf_lazy, tf_chain, tf_lazy_chain, tf_e1_lw, tf_lazy_chain_lw})
+      for (const AttentionSm90Options& o :
+           {tf_e1, tf, tf_split, tf_lazy, tf_chain, tf_lazy_chain, tf_e1_lw, tf_lazy_chain_lw})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return out;
   }
@@ -258,6 +265,15 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
     if (attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
   }
   return out;
+}
+
+AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, int64_t slots) {
+  const AttentionSplitPlan none{n_tiles, 1};
+  if (slots <= 0) return none;
+  const int64_t tail = n_tiles % slots;
+  if (tail == 0 || 2 * tail > slots) return none;
+  const int64_t parts = std::min(n_blocks, slots / tail);
+  return parts < 2 ? none : AttentionSplitPlan{n_tiles - tail, parts};
 }
 
 double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
@@ -293,7 +309,18 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   // MIN_BLOCKS times its steps.
   const double cta_step_s = step_s * c.min_blocks;
   const double slots = double(gpu.sm_count) * c.min_blocks;
-  if (o.persistent) return std::ceil(tiles / slots) * (total_steps / double(n_qb)) * cta_step_s;
+  if (o.persistent) {
+    const double mean_steps = total_steps / double(n_qb);
+    if (o.split_tail && p.mask == MaskKind::none) {
+      const int64_t n_blocks = attention_tile_keys(p, 0, c.block_m, c.block_n).blocks(c.block_n);
+      const AttentionSplitPlan sp = attention_sm90_split_plan(int64_t(tiles), n_blocks, int64_t(slots));
+      if (sp.parts > 1) {
+        const double part_steps = double((n_blocks + sp.parts - 1) / sp.parts) + fixed_steps + kSplitCombineSteps;
+        return (std::floor(tiles / slots) * mean_steps + part_steps) * cta_step_s;
+      }
+    }
+    return std::ceil(tiles / slots) * mean_steps * cta_step_s;
+  }
   if (p.mask == MaskKind::causal) return std::max(total_steps * heads / slots, max_steps) * cta_step_s;
   return std::ceil(tiles / slots) * max_steps * cta_step_s;
 }
@@ -335,7 +362,7 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.prefetch != 0) s += fmt::format("_pf{}", o.prefetch);
   if (o.k_ahead == 0) s += "_ka0";
   if (o.load_warp) s += "_lw";
-  if (o.order_rounds != 0) s += fmt::format("_o{}", o.order_rounds);
+  if (o.split_tail) s += "_st";
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

@@ -6,14 +6,15 @@
 //
 // Names (bench/attention_kernels.py's Sm90.name, which measured the kernels under them):
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
-//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_pf<blocks>][_r<producer regs>]
+//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_pf<blocks>][_ka0][_lw][_st][_r<producer regs>]
 // io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
 // math: each tile rounded in shared memory by the converting producer) | tf32_f32 (fp32
 // inputs and output, tf32 math: V transposed by the producer); _e only for epilogue 1 or 2, _c2 for
-// clusters of two, _qr for Q in registers (tf32 only), _r only when the producer keeps other than 24 registers. E.g.
+// clusters of two, _qr for Q in registers (tf32 only), _st for the split tail, _r only when the producer keeps other than 24 registers. E.g.
 //   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,8 @@ int attention_sm90_consumer_registers(const AttentionConfig& c, const AttentionG
 /// True when `c` is a valid sm90 configuration (the template's static_asserts: BLOCK_M =
 /// 64 x WG, BLOCK_N in {64, 96, 128, 160, 176, 192}, pingpong with 2 WG and overlap, MIN_BLOCKS 2
 /// only with 1 WG, chain with overlap + persistent, clusters of 2 without a mask or chain,
-/// L2 prefetch 0-4 without clusters nor converting, K ahead 0 and a load warp only for tf32 (K ahead 0 with 2+ stages), a windowed order of 2-8 rounds (even) only causal and persistent without clusters; converting: epilogue 0, no cluster, at
+/// L2 prefetch 0-4 without clusters nor converting, K ahead 0 and a load warp only for tf32 (K ahead 0 with 2+ stages), the split tail only
+/// without a mask, persistent, without clusters and not with epilogue 2; converting: epilogue 0, no cluster, at
 /// least 2 staging slots; tf32: epilogue 2 only chained, 32-row staging) that fits:
 /// shared memory <= 232448 / MIN_BLOCKS bytes (227 KiB, the
 /// template's assert) and <= smem_per_block, MIN_BLOCKS x (smem + reserved) <= smem_per_sm,
@@ -74,14 +76,28 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// the H200 (not measured as such: chaining without lazy rescaling, and 128x192 and one WG
 /// with lazy rescaling):
 /// the default 128x128, 2 stages, 2 WG, overlap + pingpong, persistent, epilogue 1, lazy
-/// rescaling; it with chaining, without lazy rescaling, and with both changes; 128x192 with
+/// rescaling; it with the split tail (no mask only), with chaining, without lazy rescaling, and with both changes; 128x192 with
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
-/// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and it
-/// with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64} keys, epilogue 0, 64
-/// producer registers, each eager and lazy, chained and not.
+/// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64}
+/// keys, epilogue 0, 64 producer registers, each eager and lazy, chained and not, eager with
+/// the split tail (no mask); eager with its own O tile; the load warp (space_sm90.cpp).
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
+
+/// The split tail of a persistent grid (the template's split_plan, attention_sm90_split.cu.in,
+/// its twin): n_tiles equal tiles of n_blocks key blocks on `slots` CTAs leave a last round of
+/// tail = n_tiles % slots tiles; when 0 < tail <= slots / 2 each of those tiles runs as
+/// parts = min(n_blocks, slots / tail) parts over its key blocks (first = n_tiles - tail),
+/// combined afterwards; otherwise, or with parts < 2, nothing is split (first = n_tiles,
+/// parts = 1). E.g. the Llama-3-8B block, 8192 tiles of 16 blocks on 132 SMs: the last 8
+/// tiles in 16 parts each.
+struct AttentionSplitPlan {
+  int64_t first;
+  int64_t parts;
+  bool operator==(const AttentionSplitPlan&) const = default;
+};
+AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, int64_t slots);
 
 /// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).
 /// A CTA's tile of BLOCK_M query rows takes one step of BLOCK_M x BLOCK_N x D x 4 flops per
@@ -91,7 +107,9 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
 /// and one more without a persistent grid. A step runs at
 /// 690 TFLOP/s over 132 SMs scaled to gpu.sm_count, times a per-step overhead of 15 % of a
 /// 128-key step spread over BLOCK_N; see space_sm90.cpp for each factor's measurement.
-/// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA; otherwise
+/// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA (the split tail:
+/// the whole rounds, then one part's blocks and fixed steps plus 3 steps for the parts' stores
+/// and the combine); otherwise
 /// waves of the longest tile (causal: the larger of the balanced total and the longest).
 /// Never below the sm80 model's memory terms (K/V reads at 9 TB/s, one DRAM pass at 3.5 TB/s).
 double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,

@@ -3,8 +3,8 @@
 // quarantined for the right reason — an output never written, a constant output, a write
 // outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
 // attention written with SDPA); the same for the sm90 member's first-ranked kernel on a
-// bf16 grouped-query causal problem, both members with a sliding window, and the sm80
-// kernel computing an additive mask's prologue (BERT's (1 - M) * finfo.min).
+// bf16 grouped-query causal problem, both members with a sliding window, the sm90 split
+// tail, and the sm80 kernel computing an additive mask's prologue (BERT's (1 - M) * finfo.min).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,6 +13,7 @@
 
 #include "families/attention/candidates.h"
 #include "families/attention/codegen.h"
+#include "families/attention/space_sm90.h"
 #include "families/attention/verify_tune.h"
 #include "engine/build.h"
 #include "engine/cuda_check.h"
@@ -328,6 +329,50 @@ TEST(AttentionGpu, Sm90Tf32KernelPassesAndBrokenOnesAreQuarantined) {
     const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::double_scale}, *s.gpu, verification);
     expect_passes_and_unwritten_caught(out, b.name);
     EXPECT_NE(outcome(out, b.name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << b.name;
+  }
+}
+
+// The split tail: 32 tiles of 1000 rows (4 query heads over 2 K/V heads, head dim 128, no
+// mask; the last query and key blocks partial) fill at most a quarter of the grid, so each
+// runs as parts over its keys that a second kernel combines from the workspace. The bf16
+// and tf32 kernels with the split pass; a copy that skips its writes or doubles the scale is
+// quarantined.
+TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem p;
+  p.batch = 1; p.heads = 4; p.kv_heads = 2; p.seq_q = p.seq_k = 1000; p.head_dim = 128;
+  p.scale = 0.08838834764;
+  p.mask = MaskKind::none;
+  p.q = p.o = {1000 * 4 * 128, 128, 4 * 128};
+  p.k = p.v = {1000 * 2 * 128, 128, 2 * 128};
+  p.output_layout = "bthd";
+  for (const Precision policy : {Precision::bf16, Precision::tf32}) {
+    p.dtype = policy == Precision::bf16 ? DType::bf16 : DType::f32;
+    std::string why;
+    const auto f = attention_family(p, policy, why);
+    ASSERT_TRUE(f) << why;
+    AttentionSm90Options st;
+    st.split_tail = true;
+    int block_n = 128;
+    if (policy == Precision::tf32) {  // the tf32 space's eager kernel with O from registers
+      st.epilogue = 0;
+      st.lazy_rescale = false;
+      st.producer_regs = 64;
+      block_n = 64;
+    }
+    const AttentionConfig c{128, block_n, 1, st};
+    ASSERT_TRUE(attention_sm90_config_fits(*f, c, AttentionGpuLimits{}));
+    const int64_t n_blocks = (1000 + block_n - 1) / block_n;
+    ASSERT_GT(attention_sm90_split_plan(32, n_blocks, s.gpu->sm_count).parts, 1) << s.gpu->sm_count << " SMs";
+    const std::string name = attention_kernel_name(*f, c);
+    auto built = build_kernels({{name, render_attention_kernel(*f, c), name}}, find_toolchain("", ""), FACT_TEST_CACHE_DIR, 1);
+    ASSERT_TRUE(built.at(0).ok) << built.at(0).reason;
+    nlohmann::json verification;
+    const auto out =
+        verify_with_broken(p, built.at(0), {Broken::nothing, Broken::double_scale}, *s.gpu, verification, false, policy);
+    expect_passes_and_unwritten_caught(out, name);
+    EXPECT_NE(outcome(out, name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << name;
   }
 }
 

@@ -172,11 +172,12 @@ TEST(AttentionSm90, SharedMemoryAndRegistersAsTheTemplateComputesThem) {
   AttentionSm90Options c2;
   c2.cluster = 2;
   EXPECT_FALSE(attention_sm90_config_fits(d96, sm90(128, 128, 1, c2), h200));  // causal: no clusters
-  // The space: 5 configurations at head dim 128 (no one-WG one), 6 at 96 and 64.
+  // The space: 5 configurations at head dim 128 (no one-WG one), 6 at 96 and 64, one more
+  // without a mask (the split tail).
   EXPECT_EQ(attention_sm90_space(d128, h200).size(), 5u);
   EXPECT_EQ(attention_sm90_space(d96, h200).size(), 6u);
-  EXPECT_EQ(attention_sm90_space({"f16", DType::f16, 64, MaskKind::none}, h200).size(), 6u);
-  EXPECT_EQ(ranked_names(llama_block()).size(), 12u + 5);
+  EXPECT_EQ(attention_sm90_space({"f16", DType::f16, 64, MaskKind::none}, h200).size(), 7u);
+  EXPECT_EQ(ranked_names(llama_block()).size(), 12u + 6);
   EXPECT_EQ(ranked_names(mingpt()).size(), 12u + 6);
 }
 
@@ -252,10 +253,11 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   // The space: eager with epilogue 1 where it fits, eager and lazy, chained and not, at each
   // key count that fits (chaining's second Q tile leaves no room at 96 keys, nor at head dim
   // 128), and the load warp with K at its block's start where epilogue 1 or chaining fits
-  // (so not at head dim 128); names tf32_f32.
+  // (so not at head dim 128), eager with the split tail without a mask; names tf32_f32.
   const auto s128 = attention_sm90_space(d128, h200);
-  ASSERT_EQ(s128.size(), 2u);
+  ASSERT_EQ(s128.size(), 3u);
   EXPECT_EQ(attention_sm90_kernel_name(d128, s128[0]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
+  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[1]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r64");
   const auto s96 = attention_sm90_space(d96, h200);
   ASSERT_EQ(s96.size(), 9u);
   EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_r64");
@@ -263,11 +265,12 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
             "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_r104");
   EXPECT_EQ(attention_sm90_kernel_name(d96, s96[8]),
             "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_chain_ka0_lw_r104");
-  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 21u);
-  // Ranked: eager before lazy (measured 27 % slower for tf32, v16).
-  const std::vector<std::string> llama = ranked_names(llama_block(DType::f32), 2);
-  ASSERT_EQ(llama.size(), 2u);
-  EXPECT_EQ(llama[0], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
+  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 24u);
+  // Ranked: eager before lazy (measured 27 % slower for tf32, v16); the split tail first.
+  const std::vector<std::string> llama = ranked_names(llama_block(DType::f32), 3);
+  ASSERT_EQ(llama.size(), 3u);
+  EXPECT_EQ(llama[0], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r64");
+  EXPECT_EQ(llama[2], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
   // Ranked: an sm90 kernel first on minGPT's core, at twice the bf16 step's cost: the load
   // warp's (its 0.57 steps a tile saved outweigh 4.5 % a step at about 6 steps a tile, v18),
   // then the four-warp transposition's.
@@ -297,14 +300,16 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
 TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
   const std::string p = "fact_attn_sm90_bf16_";
   const std::string pp = "_s2_wg2_ov_pp_mb1_persist";
-  // The Llama block: the default, then the best sm80, then the rest of both by estimate.
+  // The Llama block: the split tail (8192 tiles on 132 SMs: the last 8 in 16 parts each),
+  // then the best sm80, then the rest of both by estimate.
   const auto llama = ranked_names(llama_block());
-  const std::vector<std::string> llama_sm90{p + "d128_nomask_128x128" + pp + "_e1_lazy", p + "d128_nomask_128x128" + pp + "_e1",
+  const std::vector<std::string> llama_sm90{p + "d128_nomask_128x128" + pp + "_e1_lazy_st",
+                                            p + "d128_nomask_128x128" + pp + "_e1_lazy", p + "d128_nomask_128x128" + pp + "_e1",
                                             p + "d128_nomask_128x128" + pp + "_e1_lazy_chain",
                                             p + "d128_nomask_128x128" + pp + "_e1_chain", p + "d128_nomask_128x192" + pp + "_e2_lazy"};
   EXPECT_EQ(llama[0], llama_sm90[0]);
   EXPECT_EQ(llama[1].rfind("fact_attn_sm80_bf16_bf16_d128_nomask_", 0), 0u) << llama[1];
-  EXPECT_EQ(std::vector<std::string>(llama.begin() + 2, llama.begin() + 6),
+  EXPECT_EQ(std::vector<std::string>(llama.begin() + 2, llama.begin() + 7),
             std::vector<std::string>(llama_sm90.begin() + 1, llama_sm90.end()));
   // HF Llama causal: the default, then chaining (2 % slower measured, v10f).
   const auto hf = ranked_names(hf_causal());
@@ -404,23 +409,25 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 128 + 1024);
   lw.load_warp = false;
   EXPECT_EQ(attention_sm90_smem_bytes(tf128, sm90(128, 64, 1, lw)), 65536u + 131072 + 32768 + 112 + 1024);
-  // The windowed order (the template's option): named _o<rounds>, an even count of 2-8 rounds,
-  // causal persistent kernels without clusters only.
-  AttentionSm90Options ord;
-  ord.order_rounds = 4;
-  const AttentionFamily bf_causal{"bf16", DType::bf16, 128, MaskKind::causal};
-  EXPECT_EQ(attention_kernel_name(bf_causal, sm90(128, 128, 1, ord)),
-            "fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy_o4");
-  EXPECT_TRUE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{}));
-  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::none}, sm90(128, 128, 1, ord),
-                                          AttentionGpuLimits{}));  // no mask: every tile costs the same
-  for (int rounds : {-2, 3, 10}) {
-    ord.order_rounds = rounds;
-    EXPECT_FALSE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{})) << rounds;
-  }
-  ord.order_rounds = 2;
-  ord.persistent = false;
-  EXPECT_FALSE(attention_sm90_config_fits(bf_causal, sm90(128, 128, 1, ord), AttentionGpuLimits{}));
+  // The split tail: named _st, persistent kernels without a mask, clusters or epilogue 2.
+  AttentionSm90Options st;
+  st.split_tail = true;
+  const AttentionFamily bf_none{"bf16", DType::bf16, 128, MaskKind::none};
+  EXPECT_EQ(attention_kernel_name(bf_none, sm90(128, 128, 1, st)),
+            "fact_attn_sm90_bf16_d128_nomask_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy_st");
+  EXPECT_TRUE(attention_sm90_config_fits(bf_none, sm90(128, 128, 1, st), AttentionGpuLimits{}));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::causal}, sm90(128, 128, 1, st),
+                                          AttentionGpuLimits{}));  // causal tiles differ: no uniform tail
+  AttentionSm90Options st_bad = st;
+  st_bad.epilogue = 2;
+  EXPECT_FALSE(attention_sm90_config_fits(bf_none, sm90(128, 128, 1, st_bad), AttentionGpuLimits{}));
+  st_bad = st;
+  st_bad.persistent = false;
+  EXPECT_FALSE(attention_sm90_config_fits(bf_none, sm90(128, 128, 1, st_bad), AttentionGpuLimits{}));
+  st_bad = st;
+  st_bad.cluster = 2;
+  st_bad.producer_regs = 40;
+  EXPECT_FALSE(attention_sm90_config_fits(bf_none, sm90(128, 128, 1, st_bad), AttentionGpuLimits{}));
   AttentionSm90Options one;
   one.consumer_wg = 1;
   one.pingpong = false;
@@ -431,4 +438,28 @@ TEST(AttentionSm90, NamesSpellEveryParameter) {
   EXPECT_TRUE(is_attention_kernel_name(attention_kernel_name(f, sm90(128, 128, 1))));
   // The sm80 names are unchanged.
   EXPECT_EQ(attention_kernel_name(f, {128, 64, 1}), "fact_attn_sm80_bf16_bf16_d128_causal_128x64_mb1");
+}
+
+TEST(AttentionSm90, SplitsATailRoundOfAtMostHalfTheGridOverItsKeys) {
+  // The Llama block: 8192 tiles on 132 SMs leave 8 in a 63rd round, each split in 16 parts
+  // (16 key blocks of 128, or 32 of 64 at tf32: still 132 / 8 = 16 parts).
+  EXPECT_EQ(attention_sm90_split_plan(8192, 16, 132), (AttentionSplitPlan{8184, 16}));
+  EXPECT_EQ(attention_sm90_split_plan(8192, 32, 132), (AttentionSplitPlan{8184, 16}));
+  EXPECT_EQ(attention_sm90_split_plan(8184, 16, 132), (AttentionSplitPlan{8184, 1}));  // whole rounds
+  EXPECT_EQ(attention_sm90_split_plan(8184 + 67, 16, 132), (AttentionSplitPlan{8251, 1}));  // more than half
+  EXPECT_EQ(attention_sm90_split_plan(8184 + 66, 16, 132), (AttentionSplitPlan{8184, 2}));
+  EXPECT_EQ(attention_sm90_split_plan(40, 16, 132), (AttentionSplitPlan{0, 3}));  // one short round
+  EXPECT_EQ(attention_sm90_split_plan(8192, 1, 132), (AttentionSplitPlan{8192, 1}));  // one key block
+  EXPECT_EQ(attention_sm90_split_plan(8192, 16, 0), (AttentionSplitPlan{8192, 1}));
+  // The estimate: 62 rounds of 17 steps (16 blocks and the first Q K^T) and one part of a
+  // block, its first Q K^T and 3 steps for the stores and the combine, against 63 rounds.
+  const AttentionFamily f{"bf16", DType::bf16, 128, MaskKind::none};
+  AttentionSm90Options st;
+  st.split_tail = true;
+  const AttentionGpuLimits h200;
+  EXPECT_NEAR(attention_sm90_compute_seconds(f, sm90(128, 128, 1, st), llama_block(), h200) /
+                  attention_sm90_compute_seconds(f, sm90(128, 128, 1), llama_block(), h200),
+              (62.0 * 17 + 5) / (63.0 * 17), 1e-9);
+  // Causal tiles differ: no split, and no such configuration.
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::causal}, sm90(128, 128, 1, st), h200));
 }
