@@ -11,7 +11,8 @@
 # 3. The rows one at a time (bench/suite.py attention, its --tune-budget), the bf16 Llama layer
 #    first (gqa_attention_bf16: the sm90 kernel's row), then the committed ones, each into
 #    rows/NAME-POLICY.json; a row that would not finish before DEADLINE_S is left out.
-# 4. The rows merged into $OUT/attention-h200.json (+ .md) and a table: FACT against eager,
+# 4. The rows merged into $OUT/attention-<gpu>.json (+ .md; <gpu> h100 or h200, from
+#    nvidia-smi) and a table: FACT against eager,
 #    torch.compile and the committed FACT time, the attention kernel chosen, and whether the
 #    module-level ATen check kept it.
 # Expected on the H200 machine (16 cores), 7-8 min in all: factc 3-4 min if it must be built
@@ -21,7 +22,7 @@
 # kernels 2 s each); step 3 about 50-70 s a row with the cache warm (export, tuning, the
 # float64 check, eager, torch.compile and FACT timed), 6 rows 5-6 min; step 4 seconds.
 # Every row runs at most until DEADLINE_S + ROW_S = 460 s after the start.
-# Writes env.txt, prebuild.log, rows.log, rows.tar.gz, attention-h200.json/.md, table.md.
+# Writes env.txt, prebuild.log, rows.log, rows.tar.gz, attention-<gpu>.json/.md, table.md.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_env.sh"
 start=$SECONDS
@@ -95,8 +96,12 @@ for r in "${ROWS[@]}"; do
 done 2>&1 | tee "$OUT/rows.log"
 
 # 4. Merge and tabulate.
-python3 bench/merge_results.py "$OUT"/rows/*.json --out "$OUT/attention-h200.json" > /dev/null
-python3 - "$OUT/attention-h200.json" bench/results/attention-h200.json <<'EOF' | tee "$OUT/table.md"
+GPU_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | grep -o 'H[12]00' | tr 'H' 'h')
+GPU_TAG=${GPU_TAG:-h200}
+COMMITTED=bench/results/attention-$GPU_TAG.json  # the committed rows of the same GPU
+[ -f "$COMMITTED" ] || COMMITTED=bench/results/attention-h200.json
+python3 bench/merge_results.py "$OUT"/rows/*.json --out "$OUT/attention-$GPU_TAG.json" > /dev/null
+python3 - "$OUT/attention-$GPU_TAG.json" "$COMMITTED" <<'EOF' | tee "$OUT/table.md"
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 committed = {(r["problem"], r["policy"]): r["fact_ms"] for r in json.load(open(sys.argv[2]))["rows"]}
