@@ -35,7 +35,7 @@ MASK_PROBLEMS = {
     "gqa_keep_mask": (2, 32, 8, 1024, 128, "keep", "bthd"),
     "mingpt_drop_mask": (16, 8, 8, 512, 96, "drop", "qkv"),
 }
-#: The split tail's edges: 32 tiles, at most a quarter of the grid, all split (4 parts of 8
+#: The split tail's edges: 64 tiles, at most half of a 132-SM grid, all split (2 parts of 8
 #: key blocks of 128, or of 16 of 64), the last query block and the last key block partial
 #: (1000 = 7 x 128 + 104).
 EDGE_PROBLEMS = {"split_tail_edges": (2, 4, 4, 1000, 128, "nomask", "bthd")}
