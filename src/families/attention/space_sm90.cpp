@@ -65,9 +65,12 @@ constexpr double kLazyTf32 = 1.27;
 constexpr double kTf32LoadWarpStepCost = 1.045;
 constexpr double kTf32LoadWarpTileSteps = 0.57;
 // The split tail: its parts' O rows into the workspace (fp32, from registers) and the combine
-// kernel that reads them back, about 3 steps of 128 keys (a prediction: docs/perf-notes.md
-// v20 measures it; on the Llama block the parts write and the combine reads 8 MB).
+// kernel that reads them back, about 3 steps (on the Llama block the parts write and the
+// combine reads 8 MB), and the second launch, 3 us: docs/perf-notes.md v20, where a problem
+// of one short round (64 tiles of 8 blocks) ran 1-2 us slower split at bf16 (1.5 us steps)
+// and 10 us faster at tf32 (16 blocks a tile).
 constexpr double kSplitCombineSteps = 3.0;
+constexpr double kSplitLaunchSeconds = 3e-6;
 // The sm80 model's memory terms (space.cpp): K/V re-reads from L2, one DRAM pass.
 constexpr double kL2Bytes = 9.0e12;
 constexpr double kDramBytes = 3.5e12;
@@ -316,7 +319,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
       const AttentionSplitPlan sp = attention_sm90_split_plan(int64_t(tiles), n_blocks, int64_t(slots));
       if (sp.parts > 1) {
         const double part_steps = double((n_blocks + sp.parts - 1) / sp.parts) + fixed_steps + kSplitCombineSteps;
-        return (std::floor(tiles / slots) * mean_steps + part_steps) * cta_step_s;
+        return (std::floor(tiles / slots) * mean_steps + part_steps) * cta_step_s + kSplitLaunchSeconds;
       }
     }
     return std::ceil(tiles / slots) * mean_steps * cta_step_s;

@@ -109,7 +109,7 @@ AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, 
 /// 128-key step spread over BLOCK_N; see space_sm90.cpp for each factor's measurement.
 /// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA (the split tail:
 /// the whole rounds, then one part's blocks and fixed steps plus 3 steps for the parts' stores
-/// and the combine); otherwise
+/// and the combine, plus 3 us for its launch); otherwise
 /// waves of the longest tile (causal: the larger of the balanced total and the longest).
 /// Never below the sm80 model's memory terms (K/V reads at 9 TB/s, one DRAM pass at 3.5 TB/s).
 double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
