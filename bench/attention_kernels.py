@@ -63,7 +63,7 @@ def build(cfg, work: pathlib.Path, nvcc: str) -> tuple[str, pathlib.Path, float,
 # The template's parts, in the order CMakeLists.txt concatenates them (FACT_TPL_ATTENTION_SM90_PARTS).
 TEMPLATE_SM90_PARTS = [ROOT / f"src/families/attention/templates/{part}.cu.in" for part in
                        ("attention_sm90", "attention_sm90_ptx", "attention_sm90_kernel", "attention_sm90_consumer",
-                        "attention_sm90_split", "attention_sm90_launch")]
+                        "attention_sm90_tail", "attention_sm90_launch")]
 CUTLASS_INCLUDE = pathlib.Path(os.environ.get("CUTLASS_INCLUDE", ROOT / ".deps/cutlass/include"))
 
 
@@ -95,6 +95,7 @@ class Sm90:
     kahead: int = 1    # tf32, 2+ stages: K loaded 1 key block ahead of V's transposition, or 0
     lw: int = 0        # tf32: one producer warp issues the loads, three transpose
     split: int = 0     # no mask, persistent: a last round that leaves most of the grid idle split over its keys
+    bt: int = 0        # causal, persistent: the last two rounds dealt longest first to the least-loaded CTA
 
     @property
     def bm(self) -> int:
@@ -106,7 +107,7 @@ class Sm90:
                 f"_wg{self.wg}{'_ov' if self.overlap else ''}{'_pp' if self.pingpong else ''}_mb{self.mb}"
                 f"{'_persist' if self.persistent else ''}{f'_e{self.epilogue}' if self.epilogue else ''}"
                 f"{'_l2' if self.l2hint else ''}{'_lazy' if self.lazy else ''}{'_chain' if self.chain else ''}{'_c2' if self.cluster == 2 else ''}"
-                f"{'_qr' if self.qreg else ''}{f'_pf{self.prefetch}' if self.prefetch else ''}{'_ka0' if not self.kahead else ''}{'_lw' if self.lw else ''}{'_st' if self.split else ''}"
+                f"{'_qr' if self.qreg else ''}{f'_pf{self.prefetch}' if self.prefetch else ''}{'_ka0' if not self.kahead else ''}{'_lw' if self.lw else ''}{'_st' if self.split else ''}{'_bt' if self.bt else ''}"
                 f"{f'_r{self.preg}' if self.preg != 24 else ''}"
                 f"{f'_sr{self.srows}' if self.srows != 32 else ''}{f'_sl{self.slots}' if self.slots != 4 else ''}")
 
@@ -123,7 +124,7 @@ def render_sm90(c: Sm90) -> tuple[str, str]:
             "CLUSTER": str(c.cluster), "PRODUCER_REGS": str(c.preg), "STAGE_ROWS": str(c.srows),
             "STAGING_MAX": str(c.slots), "QREG": str(c.qreg),
             "PREFETCH": str(c.prefetch), "K_AHEAD": str(c.kahead), "LOAD_WARP": str(c.lw),
-            "SPLIT_TAIL": str(c.split)}
+            "SPLIT_TAIL": str(c.split), "BALANCE_TAIL": str(c.bt)}
     for k, v in subs.items():
         text = text.replace("{{" + k + "}}", v)
     if "{{" in text:
@@ -224,6 +225,9 @@ def sm90_configs() -> list:
     # 20-45 % slower, is gone from the template)
     out += [Sm90("bf16", 128, "nomask", 128, split=1, **pp), Sm90("tf32", 128, "nomask", 64, split=1, **tf),
             Sm90("bf16", 128, "nomask", 128, split=1, preg=56, **cv)]
+    # v21: the causal kernels' last two rounds dealt longest first (the four causal results rows)
+    out += [Sm90("bf16", 128, "causal", 128, chain=1, bt=1, **pp), Sm90("bf16", 96, "causal", 128, chain=1, bt=1, **pp),
+            Sm90("tf32", 128, "causal", 64, bt=1, **tf), Sm90("tf32", 96, "causal", 64, bt=1, **{**lw0, "epilogue": 1})]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

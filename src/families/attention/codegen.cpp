@@ -59,6 +59,7 @@ std::string render_attention_sm90(const std::string& template_text, const Attent
       {"K_AHEAD", std::to_string(o.k_ahead)},
       {"LOAD_WARP", flag(o.load_warp)},
       {"SPLIT_TAIL", flag(o.split_tail)},
+      {"BALANCE_TAIL", flag(o.balance_tail)},
   });
 }
 

@@ -55,6 +55,7 @@ struct AttentionSm90Options {
   int k_ahead = 1;           // tf32, 2+ stages: K loaded 1 key block ahead of V's transposition, or 0 (v16's order)
   bool load_warp = false;    // tf32: one producer warp issues the loads, three transpose (else all four transpose)
   bool split_tail = false;   // no mask, persistent: a last round of at most half the grid split over its key blocks
+  bool balance_tail = false; // causal, persistent: the last two rounds dealt longest first to the least-loaded CTA
   bool operator==(const AttentionSm90Options&) const = default;
 };
 

@@ -90,7 +90,8 @@ bool valid_schedule(const AttentionFamily& f, const AttentionConfig& c) {
          o.prefetch >= 0 && o.prefetch <= 4 && (o.prefetch == 0 || (o.cluster == 1 && !attention_sm90_converts(f))) &&
          (o.k_ahead == 1 || (o.k_ahead == 0 && attention_sm90_transposes(f) && o.stages > 1)) &&
          (!o.load_warp || attention_sm90_transposes(f)) &&
-         (!o.split_tail || (f.mask == MaskKind::none && o.persistent && o.cluster == 1 && o.epilogue != 2));
+         (!o.split_tail || (f.mask == MaskKind::none && o.persistent && o.cluster == 1 && o.epilogue != 2)) &&
+         (!o.balance_tail || (f.mask == MaskKind::causal && o.persistent && o.cluster == 1));
 }
 
 }  // namespace
@@ -366,6 +367,7 @@ std::string attention_sm90_kernel_name(const AttentionFamily& f, const Attention
   if (o.k_ahead == 0) s += "_ka0";
   if (o.load_warp) s += "_lw";
   if (o.split_tail) s += "_st";
+  if (o.balance_tail) s += "_bt";
   if (o.producer_regs != 24) s += fmt::format("_r{}", o.producer_regs);
   if (o.stage_rows != 32) s += fmt::format("_sr{}", o.stage_rows);
   if (o.staging_max != 4) s += fmt::format("_sl{}", o.staging_max);

@@ -85,7 +85,7 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
-/// The split tail of a persistent grid (the template's split_plan, attention_sm90_split.cu.in,
+/// The split tail of a persistent grid (the template's split_plan, attention_sm90_tail.cu.in,
 /// its twin): n_tiles equal tiles of n_blocks key blocks on `slots` CTAs leave a last round of
 /// tail = n_tiles % slots tiles; when 0 < tail <= slots / 2 each of those tiles runs as
 /// parts = min(n_blocks, slots / tail) parts over its key blocks (first = n_tiles - tail),
