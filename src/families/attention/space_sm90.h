@@ -99,6 +99,16 @@ struct AttentionSplitPlan {
 };
 AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, int64_t slots);
 
+/// The balanced tail (the template's balance_plan, attention_sm90_tail.cu.in, its twin): the
+/// busiest CTA's steps when n_tiles tiles, tile t taking class_steps[t % n_qb] steps (n_qb =
+/// class_steps.size(), class 0 a head's last query block), run on min(n_tiles, slots)
+/// persistent CTAs in the plain alternating rounds except the last two, whose tiles go
+/// heaviest first to the least-loaded CTA. Infinity where the template keeps the plain order:
+/// fewer than two rounds, more than 160 CTAs or 2^22 tiles, a CTA dealt more than 4 tiles.
+/// E.g. minGPT's core at tf32 (4096 tiles of 2-8 key blocks + 1 step, 132 SMs): 189 against
+/// the plain order's 192.
+double attention_sm90_balanced_steps(const std::vector<double>& class_steps, int64_t n_tiles, int64_t slots);
+
 /// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).
 /// A CTA's tile of BLOCK_M query rows takes one step of BLOCK_M x BLOCK_N x D x 4 flops per
 /// key block it sees (attention_tile_keys: causal, up to its last row; with a window, from
@@ -109,7 +119,8 @@ AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, 
 /// 128-key step spread over BLOCK_N; see space_sm90.cpp for each factor's measurement.
 /// Persistent: ceil(tiles / (SMs x MIN_BLOCKS)) mean tiles on the busiest CTA (the split tail:
 /// the whole rounds, then one part's blocks and fixed steps plus 3 steps for the parts' stores
-/// and the combine, plus 3 us for its launch); otherwise
+/// and the combine, plus 3 us for its launch; the balanced tail: the lesser of that and
+/// attention_sm90_balanced_steps); otherwise
 /// waves of the longest tile (causal: the larger of the balanced total and the longest).
 /// Never below the sm80 model's memory terms (K/V reads at 9 TB/s, one DRAM pass at 3.5 TB/s).
 double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -260,11 +262,11 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   EXPECT_EQ(attention_sm90_kernel_name(d128, s128[1]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r64");
   const auto s96 = attention_sm90_space(d96, h200);
   ASSERT_EQ(s96.size(), 9u);
-  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_r64");
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_bt_r64");
   EXPECT_EQ(attention_sm90_kernel_name(d96, s96[7]),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_r104");
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r104");
   EXPECT_EQ(attention_sm90_kernel_name(d96, s96[8]),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_chain_ka0_lw_r104");
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_chain_ka0_lw_bt_r104");
   EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 24u);
   // Ranked: eager before lazy (measured 27 % slower for tf32, v16); the split tail first.
   const std::vector<std::string> llama = ranked_names(llama_block(DType::f32), 3);
@@ -277,12 +279,12 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   const AttentionProblem p = mingpt(DType::f32);
   const std::vector<std::string> names = ranked_names(p, 2);
   ASSERT_EQ(names.size(), 2u);
-  EXPECT_EQ(names[0], "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_r104");
+  EXPECT_EQ(names[0], "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r104");
   const std::vector<std::string> all = ranked_names(p);
   const auto sm90_second = std::find_if(all.begin() + 1, all.end(),
                                         [](const std::string& n) { return n.rfind("fact_attn_sm90_", 0) == 0; });
   ASSERT_NE(sm90_second, all.end());
-  EXPECT_EQ(*sm90_second, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_r64");
+  EXPECT_EQ(*sm90_second, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_bt_r64");
   EXPECT_EQ(names[1].rfind("fact_attn_sm80_tf32_f32_d96_causal_", 0), 0u) << names[1];
   const AttentionFamily bf{"bf16", DType::bf16, 96, MaskKind::causal};
   AttentionSm90Options bf_o;
@@ -311,17 +313,18 @@ TEST(AttentionSm90, RanksTheMeasuredBestFirstOnTheThreeProblems) {
   EXPECT_EQ(llama[1].rfind("fact_attn_sm80_bf16_bf16_d128_nomask_", 0), 0u) << llama[1];
   EXPECT_EQ(std::vector<std::string>(llama.begin() + 2, llama.begin() + 7),
             std::vector<std::string>(llama_sm90.begin() + 1, llama_sm90.end()));
-  // HF Llama causal: the default, then chaining (2 % slower measured, v10f).
+  // HF Llama causal: the default, then chaining (2 % slower measured, v10f); causal
+  // persistent kernels balance their last two rounds (_bt, v21).
   const auto hf = ranked_names(hf_causal());
-  EXPECT_EQ(hf[0], p + "d128_causal_128x128" + pp + "_e1_lazy");
-  EXPECT_EQ(hf[2], p + "d128_causal_128x128" + pp + "_e1_lazy_chain");
-  EXPECT_EQ(hf[3], p + "d128_causal_128x128" + pp + "_e1");
+  EXPECT_EQ(hf[0], p + "d128_causal_128x128" + pp + "_e1_lazy_bt");
+  EXPECT_EQ(hf[2], p + "d128_causal_128x128" + pp + "_e1_lazy_chain_bt");
+  EXPECT_EQ(hf[3], p + "d128_causal_128x128" + pp + "_e1_bt");
   // minGPT (1-4 key blocks per tile): chaining first.
   const auto gpt = ranked_names(mingpt());
-  EXPECT_EQ(gpt[0], p + "d96_causal_128x128" + pp + "_e1_lazy_chain");
+  EXPECT_EQ(gpt[0], p + "d96_causal_128x128" + pp + "_e1_lazy_chain_bt");
   EXPECT_EQ(gpt[1].rfind("fact_attn_sm80_bf16_bf16_d96_causal_", 0), 0u) << gpt[1];
-  EXPECT_EQ(gpt[2], p + "d96_causal_128x128" + pp + "_e1_chain");
-  EXPECT_EQ(gpt[3], p + "d96_causal_128x128" + pp + "_e1_lazy");
+  EXPECT_EQ(gpt[2], p + "d96_causal_128x128" + pp + "_e1_chain_bt");
+  EXPECT_EQ(gpt[3], p + "d96_causal_128x128" + pp + "_e1_lazy_bt");
   // Keep and drop masks: without lazy rescaling first (v10i).
   AttentionProblem keep = bthd(DType::bf16, 2, 32, 8, 1024, 128, MaskKind::keep);
   keep.mask_strides = {1024 * 1024, 0, 1024};
@@ -479,4 +482,33 @@ TEST(AttentionSm90, SplitsATailRoundOfAtMostHalfTheGridOverItsKeys) {
             attention_sm90_compute_seconds(tf, sm90(128, 64, 1, tf_plain), edge32, h200));
   // Causal tiles differ: no split, and no such configuration.
   EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::causal}, sm90(128, 128, 1, st), h200));
+}
+
+TEST(AttentionSm90, BalancesTheLastTwoRoundsOfCausalTiles) {
+  // minGPT's core at tf32: 4096 tiles of 8, 6, 4, 2 key blocks (+ 1 step each) on 132 SMs.
+  // The plain order's alternating rounds leave CTAs at up to 192 steps (30 rounds of pairs
+  // summing 14, then a 9 and a 3 on the same CTA); longest first over the last two, 189.
+  const std::vector<double> mingpt_tf32{9, 7, 5, 3};
+  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(mingpt_tf32, 4096, 132), 189.0);
+  // HF Llama causal at bf16: 2048 tiles of 16 classes (1-16 blocks + 1): 150 against 152.
+  std::vector<double> hf(16);
+  for (int c = 0; c < 16; ++c) hf[size_t(c)] = 16 - c + 1;
+  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(hf, 2048, 132), 150.0);
+  // Where the template keeps the plain order: one round, more than 160 CTAs.
+  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 100, 132), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 4096, 200), std::numeric_limits<double>::infinity());
+  // The estimate takes the lesser: below the plain order's, at the simulation's ratio.
+  const AttentionFamily f{"tf32", DType::f32, 96, MaskKind::causal};
+  AttentionSm90Options lw;
+  lw.epilogue = 1;
+  lw.lazy_rescale = false;
+  lw.k_ahead = 0;
+  lw.load_warp = true;
+  lw.producer_regs = 104;
+  AttentionSm90Options lw_bt = lw;
+  lw_bt.balance_tail = true;
+  const AttentionGpuLimits h200;
+  EXPECT_LT(attention_sm90_compute_seconds(f, sm90(128, 64, 1, lw_bt), mingpt(DType::f32), h200),
+            attention_sm90_compute_seconds(f, sm90(128, 64, 1, lw), mingpt(DType::f32), h200));
+  EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::none}, sm90(128, 128, 1, lw_bt), h200));
 }
