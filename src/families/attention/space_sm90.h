@@ -82,6 +82,7 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64}
 /// keys, epilogue 0, 64 producer registers, each eager and lazy, chained and not, eager with
 /// the split tail (no mask); eager with its own O tile; the load warp (space_sm90.cpp).
+/// Causal: every persistent configuration without clusters has the balanced tail (bf16 and tf32).
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
