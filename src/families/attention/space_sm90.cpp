@@ -210,13 +210,13 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 }
 
 namespace {
-// Causal: every persistent configuration deals its last two rounds longest first (v21: 0.3-1.2 %
+// Causal: every persistent configuration of one CTA per SM deals its last two rounds longest first (v21: 0.3-1.2 %
 // faster on the four causal results rows, never slower); the converting kernels were not
 // measured with it and keep the plain order.
 std::vector<AttentionConfig> with_balanced_tail(const AttentionFamily& f, std::vector<AttentionConfig> configs) {
   if (f.mask != MaskKind::causal) return configs;
-  for (AttentionConfig& c : configs)
-    if (c.sm90->persistent && c.sm90->cluster == 1) c.sm90->balance_tail = true;
+  for (AttentionConfig& c : configs)  // one CTA per SM: the template deals at most 160 CTAs
+    if (c.sm90->persistent && c.sm90->cluster == 1 && c.min_blocks == 1) c.sm90->balance_tail = true;
   return configs;
 }
 }  // namespace
@@ -297,33 +297,43 @@ AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, 
   return parts < 2 ? none : AttentionSplitPlan{n_tiles - tail, parts};
 }
 
-double attention_sm90_balanced_steps(const std::vector<double>& class_steps, int64_t n_tiles, int64_t slots) {
+double attention_sm90_balanced_steps(const std::vector<int64_t>& class_blocks, double fixed_steps, int64_t n_tiles,
+                                     int64_t slots) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
-  const int64_t n_qb = int64_t(class_steps.size());
+  const int64_t n_qb = int64_t(class_blocks.size());
   const int64_t grid = std::min(n_tiles, slots);
   if (n_qb == 0 || grid <= 0 || grid > 160 || n_tiles > (int64_t(1) << 22)) return kNone;
   const int64_t rounds = (n_tiles + grid - 1) / grid;
   if (rounds < 2) return kNone;
   const int64_t r0 = rounds - 2, first = r0 * grid;
-  const auto steps = [&](int64_t tile) { return class_steps[size_t(tile % n_qb)]; };
-  using Slot = std::pair<double, int64_t>;  // (load, CTA)
+  const auto blocks = [&](int64_t tile) { return class_blocks[size_t(tile % n_qb)]; };
+  // The deal weighs a tile as the template does, key blocks + 1; the estimate adds this
+  // configuration's fixed steps a tile to its blocks.
+  using Slot = std::pair<int64_t, int64_t>;  // (the deal's load, CTA)
   std::vector<Slot> loads(static_cast<size_t>(grid));
-  for (int64_t x = 0; x < grid; ++x) loads[size_t(x)] = {0.0, x};
+  std::vector<int64_t> cta_blocks(static_cast<size_t>(grid), 0), cta_tiles(static_cast<size_t>(grid), r0);
+  for (int64_t x = 0; x < grid; ++x) loads[size_t(x)] = {0, x};
   for (int64_t r = 0; r < r0; ++r)
-    for (int64_t x = 0; x < grid; ++x) loads[size_t(x)].first += steps(r * grid + ((r & 1) ? grid - 1 - x : x));
+    for (int64_t x = 0; x < grid; ++x) {
+      const int64_t b = blocks(r * grid + ((r & 1) ? grid - 1 - x : x));
+      loads[size_t(x)].first += b + 1;
+      cta_blocks[size_t(x)] += b;
+    }
   std::vector<int64_t> order(size_t(n_tiles - first));
   std::iota(order.begin(), order.end(), first);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return steps(a) > steps(b); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return blocks(a) > blocks(b); });
   std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> least(std::greater<Slot>(), loads);
-  std::vector<int> dealt(size_t(grid), 0);
   for (const int64_t tile : order) {
     const Slot s = least.top();
     least.pop();
-    if (++dealt[size_t(s.second)] > 4) return kNone;  // the template's kBalanceDepth: the plain order
-    least.push({s.first + steps(tile), s.second});
+    if (cta_tiles[size_t(s.second)] - r0 == 4) return kNone;  // the template's kBalanceDepth: the plain order
+    ++cta_tiles[size_t(s.second)];
+    cta_blocks[size_t(s.second)] += blocks(tile);
+    least.push({s.first + blocks(tile) + 1, s.second});
   }
   double busiest = 0;
-  for (; !least.empty(); least.pop()) busiest = std::max(busiest, least.top().first);
+  for (int64_t x = 0; x < grid; ++x)
+    busiest = std::max(busiest, double(cta_blocks[size_t(x)]) + double(cta_tiles[size_t(x)]) * fixed_steps);
   return busiest;
 }
 
@@ -372,12 +382,11 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
     }
     const double plain = std::ceil(tiles / slots) * mean_steps;
     if (o.balance_tail && p.mask == MaskKind::causal) {
-      std::vector<double> class_steps(static_cast<size_t>(n_qb));  // tile % n_qb = c: query block n_qb - 1 - c
+      std::vector<int64_t> class_blocks(static_cast<size_t>(n_qb));  // tile % n_qb = c: query block n_qb - 1 - c
       for (int64_t cl = 0; cl < n_qb; ++cl)
-        class_steps[size_t(cl)] =
-            double(attention_tile_keys(p, (n_qb - 1 - cl) * c.block_m, c.block_m, c.block_n).blocks(c.block_n)) +
-            fixed_steps;
-      return std::min(plain, attention_sm90_balanced_steps(class_steps, int64_t(tiles), int64_t(slots))) * cta_step_s;
+        class_blocks[size_t(cl)] = attention_tile_keys(p, (n_qb - 1 - cl) * c.block_m, c.block_m, c.block_n).blocks(c.block_n);
+      const double balanced = attention_sm90_balanced_steps(class_blocks, fixed_steps, int64_t(tiles), int64_t(slots));
+      return std::min(plain, balanced) * cta_step_s;
     }
     return plain * cta_step_s;
   }

@@ -82,7 +82,8 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64}
 /// keys, epilogue 0, 64 producer registers, each eager and lazy, chained and not, eager with
 /// the split tail (no mask); eager with its own O tile; the load warp (space_sm90.cpp).
-/// Causal: every persistent configuration without clusters has the balanced tail (bf16 and tf32).
+/// Causal: every persistent configuration of one CTA per SM without clusters has the balanced
+/// tail (bf16 and tf32).
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
 std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, const AttentionGpuLimits& gpu);
 
@@ -101,14 +102,16 @@ struct AttentionSplitPlan {
 AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, int64_t slots);
 
 /// The balanced tail (the template's balance_plan, attention_sm90_tail.cu.in, its twin): the
-/// busiest CTA's steps when n_tiles tiles, tile t taking class_steps[t % n_qb] steps (n_qb =
-/// class_steps.size(), class 0 a head's last query block), run on min(n_tiles, slots)
-/// persistent CTAs in the plain alternating rounds except the last two, whose tiles go
-/// heaviest first to the least-loaded CTA. Infinity where the template keeps the plain order:
-/// fewer than two rounds, more than 160 CTAs or 2^22 tiles, a CTA dealt more than 4 tiles.
-/// E.g. minGPT's core at tf32 (4096 tiles of 2-8 key blocks + 1 step, 132 SMs): 189 against
-/// the plain order's 192.
-double attention_sm90_balanced_steps(const std::vector<double>& class_steps, int64_t n_tiles, int64_t slots);
+/// busiest CTA's steps when n_tiles tiles, tile t with class_blocks[t % n_qb] key blocks
+/// (n_qb = class_blocks.size(), class 0 a head's last query block) and fixed_steps more, run
+/// on min(n_tiles, slots) persistent CTAs in the plain alternating rounds except the last two,
+/// whose tiles go heaviest first to the least-loaded CTA, loads counted as the template counts
+/// them (key blocks + 1 a tile). Infinity where the template keeps the plain order: fewer than
+/// two rounds, more than 160 CTAs or 2^22 tiles, a CTA dealt more than 4 tiles. E.g. minGPT's
+/// core at tf32 (4096 tiles of 2-8 key blocks, 1 fixed step, 132 SMs): 189 against the plain
+/// order's 192 (the cost model's plain estimate is ceil(tiles / SMs) mean tiles, 192 here too).
+double attention_sm90_balanced_steps(const std::vector<int64_t>& class_blocks, double fixed_steps, int64_t n_tiles,
+                                     int64_t slots);
 
 /// Estimated seconds of sm90 configuration `c` on `p` (a ranking key, not a prediction).
 /// A CTA's tile of BLOCK_M query rows takes one step of BLOCK_M x BLOCK_N x D x 4 flops per

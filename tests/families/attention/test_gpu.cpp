@@ -4,7 +4,7 @@
 // outside O, a wrong scale — and rows whose keys are all removed come out NaN (0 for
 // attention written with SDPA); the same for the sm90 member's first-ranked kernel on a
 // bf16 grouped-query causal problem, both members with a sliding window, the sm90 split
-// tail, and the sm80 kernel computing an additive mask's prologue (BERT's (1 - M) * finfo.min).
+// and balanced tails, and the sm80 kernel computing an additive mask's prologue (BERT's (1 - M) * finfo.min).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -373,6 +373,37 @@ TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
         verify_with_broken(p, built.at(0), {Broken::nothing, Broken::double_scale}, *s.gpu, verification, false, policy);
     expect_passes_and_unwritten_caught(out, name);
     EXPECT_NE(outcome(out, name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << name;
+  }
+}
+
+// The balanced tail: 320 causal tiles (2 x 16 query heads over 4 K/V heads, 1280 rows of head
+// dim 128) take three rounds of a 132-SM grid, so the launcher deals the last two rounds'
+// 188 tiles by load. The first-ranked bf16 kernel (with and without a sliding window of 300
+// keys) and tf32 kernel pass; one that doubles the scale or writes nothing is quarantined.
+TEST(AttentionGpu, Sm90BalancedTailKernelsPassAndBrokenOnesAreQuarantined) {
+  const GpuSetup s = gpu_setup();
+  if (!s.skip.empty()) GTEST_SKIP() << s.skip;
+  AttentionProblem p;
+  p.batch = 2; p.heads = 16; p.kv_heads = 4; p.seq_q = p.seq_k = 1280; p.head_dim = 128;
+  p.scale = 0.08838834764;
+  p.mask = MaskKind::causal;
+  p.q = p.o = {1280 * 16 * 128, 128, 16 * 128};
+  p.k = p.v = {1280 * 4 * 128, 128, 4 * 128};
+  p.output_layout = "bthd";
+  ASSERT_LT(s.gpu->sm_count, 320) << "one round: nothing to deal";
+  for (const int64_t window : {int64_t(0), int64_t(300)}) {
+    for (const Precision policy : {Precision::bf16, Precision::tf32}) {
+      if (window != 0 && policy == Precision::tf32) continue;
+      p.window = window;
+      p.dtype = policy == Precision::bf16 ? DType::bf16 : DType::f32;
+      const BuildResult b = build_one(p, policy, AttentionGpuLimits{});
+      ASSERT_TRUE(b.ok) << b.reason;
+      ASSERT_NE(b.name.find("_bt"), std::string::npos) << b.name;
+      nlohmann::json verification;
+      const auto out = verify_with_broken(p, b, {Broken::nothing, Broken::double_scale}, *s.gpu, verification, false, policy);
+      expect_passes_and_unwritten_caught(out, b.name);
+      EXPECT_NE(outcome(out, b.name + "+broken3").reason.find("beyond their error bound"), std::string::npos) << b.name;
+    }
   }
 }
 

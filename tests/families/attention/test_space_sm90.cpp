@@ -488,15 +488,18 @@ TEST(AttentionSm90, BalancesTheLastTwoRoundsOfCausalTiles) {
   // minGPT's core at tf32: 4096 tiles of 8, 6, 4, 2 key blocks (+ 1 step each) on 132 SMs.
   // The plain order's alternating rounds leave CTAs at up to 192 steps (30 rounds of pairs
   // summing 14, then a 9 and a 3 on the same CTA); longest first over the last two, 189.
-  const std::vector<double> mingpt_tf32{9, 7, 5, 3};
-  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(mingpt_tf32, 4096, 132), 189.0);
+  const std::vector<int64_t> mingpt_tf32{8, 6, 4, 2};
+  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(mingpt_tf32, 1.0, 4096, 132), 189.0);
+  // The same deal with no fixed steps (chained epilogue 1): blocks alone, 150 through the
+  // plain rounds and an 8-block tile.
+  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(mingpt_tf32, 0.0, 4096, 132), 158.0);
   // HF Llama causal at bf16: 2048 tiles of 16 classes (1-16 blocks + 1): 150 against 152.
-  std::vector<double> hf(16);
-  for (int c = 0; c < 16; ++c) hf[size_t(c)] = 16 - c + 1;
-  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(hf, 2048, 132), 150.0);
+  std::vector<int64_t> hf(16);
+  for (int c = 0; c < 16; ++c) hf[size_t(c)] = 16 - c;
+  EXPECT_DOUBLE_EQ(attention_sm90_balanced_steps(hf, 1.0, 2048, 132), 150.0);
   // Where the template keeps the plain order: one round, more than 160 CTAs.
-  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 100, 132), std::numeric_limits<double>::infinity());
-  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 4096, 200), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 1.0, 100, 132), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(attention_sm90_balanced_steps(mingpt_tf32, 1.0, 4096, 200), std::numeric_limits<double>::infinity());
   // The estimate takes the lesser: below the plain order's, at the simulation's ratio.
   const AttentionFamily f{"tf32", DType::f32, 96, MaskKind::causal};
   AttentionSm90Options lw;
@@ -511,4 +514,14 @@ TEST(AttentionSm90, BalancesTheLastTwoRoundsOfCausalTiles) {
   EXPECT_LT(attention_sm90_compute_seconds(f, sm90(128, 64, 1, lw_bt), mingpt(DType::f32), h200),
             attention_sm90_compute_seconds(f, sm90(128, 64, 1, lw), mingpt(DType::f32), h200));
   EXPECT_FALSE(attention_sm90_config_fits({"bf16", DType::bf16, 128, MaskKind::none}, sm90(128, 128, 1, lw_bt), h200));
+  // The GPU test's problem (test_gpu.cpp: 320 causal tiles, with and without a window): a
+  // balanced kernel ranks first at bf16 and at tf32.
+  for (const int64_t window : {int64_t(0), int64_t(300)}) {
+    for (const DType dt : {DType::bf16, DType::f32}) {
+      AttentionProblem g = bthd(dt, 2, 16, 4, 1280, 128, MaskKind::causal);
+      g.window = window;
+      const std::string first = ranked_names(g, 1).at(0);
+      EXPECT_NE(first.find("_bt"), std::string::npos) << first;
+    }
+  }
 }
