@@ -173,8 +173,8 @@ def check_kernel(P, ref, lib_path, name) -> tuple[dict, Any]:
         return {"kernel": name, "verified": False, "can_implement": rc}, None
     # The workspace (the split tail's parts), poisoned: the kernel must write what it reads.
     n_ws = int(ws_bytes(ctypes.byref(a)))
-    ws = torch.full((max(n_ws // 4, 1),), float("nan"), device=P["out"].device, dtype=torch.float32)
-    ws_ptr = ws.data_ptr() if n_ws else None
+    ws = torch.full((n_ws // 4,), float("nan"), device=P["out"].device, dtype=torch.float32) if n_ws else None
+    ws_ptr = ws.data_ptr() if ws is not None else None
     P["out"].fill_(float("nan"))
     stream = torch.cuda.current_stream().cuda_stream
     r = run(ctypes.byref(a), ws_ptr, n_ws, stream)

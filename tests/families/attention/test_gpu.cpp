@@ -168,19 +168,23 @@ void expect_passes_and_unwritten_caught(const std::vector<CandidateOutcome>& out
   EXPECT_NE(outcome(out, name + "+broken0").reason.find("unwritten"), std::string::npos) << name;
 }
 
-// HF Llama's heads at a small size: 8 query heads over 2 K/V heads, head dim 128, causal,
-// Q/K/V [B, T, H, D] transposed, O merged; 320 rows (a partial last query block).
-AttentionProblem llama_heads_bf16() {
+// Grouped-query heads of dim 128 as Hugging Face lays them out: Q/K/V [B, T, H, D]
+// transposed, O merged, scale 1/sqrt(128).
+AttentionProblem bthd_heads(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq, DType dtype, MaskKind mask) {
   AttentionProblem p;
-  p.batch = 2; p.heads = 8; p.kv_heads = 2; p.seq_q = p.seq_k = 320; p.head_dim = 128;
-  p.dtype = DType::bf16;
+  p.batch = batch; p.heads = heads; p.kv_heads = kv_heads; p.seq_q = p.seq_k = seq; p.head_dim = 128;
+  p.dtype = dtype;
   p.scale = 0.08838834764;
-  p.mask = MaskKind::causal;
-  p.q = p.o = {320 * 8 * 128, 128, 8 * 128};
-  p.k = p.v = {320 * 2 * 128, 128, 2 * 128};
+  p.mask = mask;
+  p.q = p.o = {seq * heads * 128, 128, heads * 128};
+  p.k = p.v = {seq * kv_heads * 128, 128, kv_heads * 128};
   p.output_layout = "bthd";
   return p;
 }
+
+// HF Llama's heads at a small size: 8 query heads over 2 K/V heads, causal; 320 rows (a
+// partial last query block).
+AttentionProblem llama_heads_bf16() { return bthd_heads(2, 8, 2, 320, DType::bf16, MaskKind::causal); }
 
 }  // namespace
 
@@ -340,13 +344,7 @@ TEST(AttentionGpu, Sm90Tf32KernelPassesAndBrokenOnesAreQuarantined) {
 TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
   const GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  AttentionProblem p;
-  p.batch = 1; p.heads = 4; p.kv_heads = 2; p.seq_q = p.seq_k = 1000; p.head_dim = 128;
-  p.scale = 0.08838834764;
-  p.mask = MaskKind::none;
-  p.q = p.o = {1000 * 4 * 128, 128, 4 * 128};
-  p.k = p.v = {1000 * 2 * 128, 128, 2 * 128};
-  p.output_layout = "bthd";
+  AttentionProblem p = bthd_heads(1, 4, 2, 1000, DType::bf16, MaskKind::none);
   for (const Precision policy : {Precision::bf16, Precision::tf32}) {
     p.dtype = policy == Precision::bf16 ? DType::bf16 : DType::f32;
     std::string why;
@@ -383,13 +381,7 @@ TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
 TEST(AttentionGpu, Sm90BalancedTailKernelsPassAndBrokenOnesAreQuarantined) {
   const GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
-  AttentionProblem p;
-  p.batch = 2; p.heads = 16; p.kv_heads = 4; p.seq_q = p.seq_k = 1280; p.head_dim = 128;
-  p.scale = 0.08838834764;
-  p.mask = MaskKind::causal;
-  p.q = p.o = {1280 * 16 * 128, 128, 16 * 128};
-  p.k = p.v = {1280 * 4 * 128, 128, 4 * 128};
-  p.output_layout = "bthd";
+  AttentionProblem p = bthd_heads(2, 16, 4, 1280, DType::bf16, MaskKind::causal);
   ASSERT_LT(s.gpu->sm_count, 320) << "one round: nothing to deal";
   for (const int64_t window : {int64_t(0), int64_t(300)}) {
     for (const Precision policy : {Precision::bf16, Precision::tf32}) {
