@@ -228,6 +228,25 @@ def sm90_configs() -> list:
     # v21: the causal kernels' last two rounds dealt longest first (the four causal results rows)
     out += [Sm90("bf16", 128, "causal", 128, chain=1, bt=1, **pp), Sm90("bf16", 96, "causal", 128, chain=1, bt=1, **pp),
             Sm90("tf32", 128, "causal", 64, bt=1, **tf), Sm90("tf32", 96, "causal", 64, bt=1, **{**lw0, "epilogue": 1})]
+    # v22, minGPT's core at tf32 with the balanced tail: without pingpong, chained (eager and lazy),
+    # O from registers, and 112 producer registers (the balanced tail's 4 B of producer spills)
+    bt0 = {**lw0, "bt": 1}
+    out += [Sm90("tf32", 96, "causal", 64, **{**bt0, "epilogue": 1, "pingpong": 0}),
+            Sm90("tf32", 96, "causal", 64, chain=1, **bt0), Sm90("tf32", 96, "causal", 64, lazy=1, chain=1, **bt0),
+            Sm90("tf32", 96, "causal", 64, **bt0), Sm90("tf32", 96, "causal", 64, **{**bt0, "epilogue": 1, "preg": 112}),
+            # and the head-dim-128 tf32 kernels at 72 producer registers (at 64 the tails spill 14 B)
+            Sm90("tf32", 128, "causal", 64, bt=1, **{**tf, "preg": 72}),
+            Sm90("tf32", 128, "nomask", 64, split=1, **{**tf, "preg": 72})]
+    # v22c: O from registers at 112 and 120 producer registers (and 6 staging slots); the
+    # head-dim-128 tails at 80 and 88
+    out += [Sm90("tf32", 96, "causal", 64, **{**bt0, "preg": 112}), Sm90("tf32", 96, "causal", 64, **{**bt0, "preg": 120}),
+            Sm90("tf32", 96, "causal", 64, slots=6, **{**bt0, "preg": 112})]
+    out += [Sm90("tf32", 128, mask, 64, bt=int(mask == "causal"), split=int(mask == "nomask"), **{**tf, "preg": r})
+            for mask in ("causal", "nomask") for r in (80, 88)]
+    # v22d: the load warp with O from registers at head dim 128 (the space's first on HF causal)
+    # and 64 (128 keys: sdpa_attention's)
+    out += [Sm90("tf32", 128, "causal", 64, **{**bt0, "preg": 120}), Sm90("tf32", 128, "nomask", 64, **{**lw0, "preg": 120}),
+            Sm90("tf32", 64, "causal", 128, **{**bt0, "preg": 120}), Sm90("tf32", 64, "causal", 128, **{**bt0, "epilogue": 1})]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only
     if os.environ.get("FACT_ATTN_EXTRA"):  # clusters of two (v10g), persistent and not
         out += [Sm90("bf16", 128, "nomask", 128, cluster=2, preg=40, **pp),

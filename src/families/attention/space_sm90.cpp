@@ -69,6 +69,11 @@ constexpr double kLazyTf32 = 1.27;
 // minGPT's core: 0.331 against 0.351 ms, about 6 steps a tile).
 constexpr double kTf32LoadWarpStepCost = 1.045;
 constexpr double kTf32LoadWarpTileSteps = 0.57;
+// tf32 with the load warp, O from registers against its own O tile: the tile's 48 KiB leave
+// 2 staging slots, registers 4, and the loads run further ahead: 0.19 steps a tile saved
+// (v22, an H100, the balanced tail: minGPT's core 0.310 against 0.321 ms, about 5.5 steps a
+// tile; v18c on an H200 without it measured them level, 0.307 against 0.304).
+constexpr double kTf32LoadWarpEpilogue0Steps = -0.19;
 // The split tail: its parts' O rows into the workspace (fp32, from registers) and the combine
 // kernel that reads them back, about 3 steps (on the Llama block the parts write and the
 // combine reads 8 MB), and the second launch, 3 us: docs/perf-notes.md v20, where a problem
@@ -256,29 +261,34 @@ std::vector<AttentionConfig> attention_sm90_space(const AttentionFamily& f, cons
   }
   if (attention_sm90_transposes(f)) {
     // tf32: fp32 tiles take twice the shared memory, so 64 or 96 keys per step (128 fits at
-    // head dim 64); 64 producer registers (56 spill in the transposition); eager rescaling
-    // and lazy, chained and not, O from registers; eager with O through its own shared tile
-    // where it fits (head dim 64 and 96 at 64 keys: docs/perf-notes.md v16, v17); and the
-    // load warp with K at its block's start, eager with its own O tile and lazy chained
-    // (104 producer registers: 64 spill; v18).
+    // head dim 64); 72 producer registers (56 spill in the transposition, 64 spill 14-18 B
+    // with the tails, and the consumers keep 216 either way; v22: 4-5 % faster than 64 at
+    // head dim 128); eager rescaling and lazy, chained and not, O from registers; eager with
+    // O through its own shared tile where it fits (head dim 64 and 96 at 64 keys:
+    // docs/perf-notes.md v16, v17); and the load warp with K at its block's start, eager
+    // with O from registers or its own O tile, and lazy chained (at 64 producer registers
+    // the load warp spills, v18; 120, 112 and 104, each the fastest measured without
+    // spills, v22).
     AttentionSm90Options tf = base;
     tf.epilogue = 0;
-    tf.producer_regs = 64;
+    tf.producer_regs = 72;
     tf.lazy_rescale = false;
     AttentionSm90Options tf_lazy = tf, tf_chain = tf, tf_lazy_chain = tf, tf_e1 = tf, tf_split = tf;
     tf_split.split_tail = true;
     tf_lazy.lazy_rescale = tf_lazy_chain.lazy_rescale = true;
     tf_chain.chain = tf_lazy_chain.chain = true;
     tf_e1.epilogue = 1;
-    AttentionSm90Options tf_e1_lw = tf_e1, tf_lazy_chain_lw = tf_lazy_chain;
-    for (AttentionSm90Options* o : {&tf_e1_lw, &tf_lazy_chain_lw}) {
+    AttentionSm90Options tf_e1_lw = tf_e1, tf_lw = tf, tf_lazy_chain_lw = tf_lazy_chain;
+    for (AttentionSm90Options* o : {&tf_e1_lw, &tf_lw, &tf_lazy_chain_lw}) {
       o->load_warp = true;
       o->k_ahead = 0;
-      o->producer_regs = 104;
     }
+    tf_lw.producer_regs = 120;
+    tf_e1_lw.producer_regs = 112;
+    tf_lazy_chain_lw.producer_regs = 104;
     for (int bn : {128, 96, 64})
       for (const AttentionSm90Options& o :
-           {tf_e1, tf, tf_split, tf_lazy, tf_chain, tf_lazy_chain, tf_e1_lw, tf_lazy_chain_lw})
+           {tf_e1, tf, tf_split, tf_lazy, tf_chain, tf_lazy_chain, tf_e1_lw, tf_lw, tf_lazy_chain_lw})
         if (const AttentionConfig c{128, bn, 1, o}; attention_sm90_config_fits(f, c, gpu)) out.push_back(c);
     return with_balanced_tail(f, out);
   }
@@ -352,7 +362,9 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;
   if (o.load_warp) step_s *= kTf32LoadWarpStepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
-                             (o.epilogue == 0   ? (attention_sm90_transposes(f) ? kTf32Epilogue0Steps : kEpilogue0Steps)
+                             (o.epilogue == 0   ? (o.load_warp                    ? kTf32LoadWarpEpilogue0Steps
+                                                  : attention_sm90_transposes(f) ? kTf32Epilogue0Steps
+                                                                                 : kEpilogue0Steps)
                               : o.epilogue == 2 ? kEpilogue2Steps
                                                 : 0.0) -
                              (o.load_warp ? kTf32LoadWarpTileSteps : 0.0);

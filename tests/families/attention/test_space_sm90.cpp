@@ -254,37 +254,43 @@ TEST(AttentionSm90, Tf32TilesOfFourByteElementsFitAt64Or96Keys) {
   EXPECT_FALSE(attention_sm90_config_fits({"tf32", DType::f32, 64, MaskKind::none}, sm90(128, 64, 1, sr64), h200));
   // The space: eager with epilogue 1 where it fits, eager and lazy, chained and not, at each
   // key count that fits (chaining's second Q tile leaves no room at 96 keys, nor at head dim
-  // 128), and the load warp with K at its block's start where epilogue 1 or chaining fits
-  // (so not at head dim 128), eager with the split tail without a mask; names tf32_f32.
+  // 128), and the load warp with K at its block's start, O from registers at each key count
+  // and with epilogue 1 or chained where those fit (so neither at head dim 128), eager with
+  // the split tail without a mask; names tf32_f32, 72 producer registers (the load warp's
+  // 120, 112 and 104).
   const auto s128 = attention_sm90_space(d128, h200);
-  ASSERT_EQ(s128.size(), 3u);
-  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[0]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
-  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[1]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r64");
+  ASSERT_EQ(s128.size(), 4u);
+  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[0]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r72");
+  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[1]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r72");
+  EXPECT_EQ(attention_sm90_kernel_name(d128, s128[3]), "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_ka0_lw_r120");
   const auto s96 = attention_sm90_space(d96, h200);
-  ASSERT_EQ(s96.size(), 9u);
-  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_bt_r64");
-  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[7]),
-            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r104");
+  ASSERT_EQ(s96.size(), 11u);
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[2]), "fact_attn_sm90_tf32_f32_d96_causal_128x96_s2_wg2_ov_pp_mb1_persist_ka0_lw_bt_r120");
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[3]), "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_bt_r72");
   EXPECT_EQ(attention_sm90_kernel_name(d96, s96[8]),
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r112");
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[9]),
+            "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_ka0_lw_bt_r120");
+  EXPECT_EQ(attention_sm90_kernel_name(d96, s96[10]),
             "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_lazy_chain_ka0_lw_bt_r104");
-  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 24u);
+  EXPECT_EQ(attention_sm90_space({"tf32", DType::f32, 64, MaskKind::none}, h200).size(), 27u);
   // Ranked: eager before lazy (measured 27 % slower for tf32, v16); the split tail first.
   const std::vector<std::string> llama = ranked_names(llama_block(DType::f32), 3);
   ASSERT_EQ(llama.size(), 3u);
-  EXPECT_EQ(llama[0], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r64");
-  EXPECT_EQ(llama[2], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r64");
+  EXPECT_EQ(llama[0], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_st_r72");
+  EXPECT_EQ(llama[2], "fact_attn_sm90_tf32_f32_d128_nomask_128x64_s2_wg2_ov_pp_mb1_persist_r72");
   // Ranked: an sm90 kernel first on minGPT's core, at twice the bf16 step's cost: the load
   // warp's (its 0.57 steps a tile saved outweigh 4.5 % a step at about 6 steps a tile, v18),
-  // then the four-warp transposition's.
+  // O from registers before its own O tile (0.19 steps a tile, v22).
   const AttentionProblem p = mingpt(DType::f32);
   const std::vector<std::string> names = ranked_names(p, 2);
   ASSERT_EQ(names.size(), 2u);
-  EXPECT_EQ(names[0], "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r104");
+  EXPECT_EQ(names[0], "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_ka0_lw_bt_r120");
   const std::vector<std::string> all = ranked_names(p);
   const auto sm90_second = std::find_if(all.begin() + 1, all.end(),
                                         [](const std::string& n) { return n.rfind("fact_attn_sm90_", 0) == 0; });
   ASSERT_NE(sm90_second, all.end());
-  EXPECT_EQ(*sm90_second, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_bt_r64");
+  EXPECT_EQ(*sm90_second, "fact_attn_sm90_tf32_f32_d96_causal_128x64_s2_wg2_ov_pp_mb1_persist_e1_ka0_lw_bt_r112");
   EXPECT_EQ(names[1].rfind("fact_attn_sm80_tf32_f32_d96_causal_", 0), 0u) << names[1];
   const AttentionFamily bf{"bf16", DType::bf16, 96, MaskKind::causal};
   AttentionSm90Options bf_o;
