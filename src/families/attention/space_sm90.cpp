@@ -63,11 +63,14 @@ constexpr double kTf32StepCost = 2.0 * 1.10;
 // tf32 with lazy rescaling: 27 % slower on the Llama block (v16: 5.316 against 4.194 ms
 // eager), where the 16-bit kernels gain 3 %.
 constexpr double kLazyTf32 = 1.27;
-// tf32 with a load warp and K at its block's start (LOAD_WARP, K_AHEAD 0): three warps
-// transpose instead of four, 4.5 % a step (v18, the Llama block: 4.342 against 4.153 ms,
-// 33 steps a tile), and no load waits at a tile's boundary, 0.57 of a step a tile (v18,
-// minGPT's core: 0.331 against 0.351 ms, about 6 steps a tile).
-constexpr double kTf32LoadWarpStepCost = 1.045;
+// tf32 with a load warp and K at its block's start (LOAD_WARP, K_AHEAD 0): no load waits at
+// a tile's boundary, 0.57 of a step a tile (v18, minGPT's core: 0.331 against 0.351 ms,
+// about 6 steps a tile), and three warps transposing instead of four, which v18 measured
+// 4.5 % a step slower (the Llama block, 4.342 against 4.153 ms, 33 steps a tile) but which,
+// with 120 producer registers and O from registers, is 1.5 % a step faster (v22, an H100:
+// the Llama block 3.902 against 4.071 ms, HF causal 0.553 against 0.580, against the
+// four-warp kernel at 72 producer registers).
+constexpr double kTf32LoadWarpStepCost = 0.985;
 constexpr double kTf32LoadWarpTileSteps = 0.57;
 // tf32 with the load warp, O from registers against its own O tile: the tile's 48 KiB leave
 // 2 staging slots, registers 4, and the loads run further ahead: 0.19 steps a tile saved
