@@ -248,7 +248,7 @@ def sm90_configs() -> list:
     out += [Sm90("tf32", 128, "causal", 64, **{**bt0, "preg": 120}), Sm90("tf32", 128, "nomask", 64, **{**lw0, "preg": 120}),
             Sm90("tf32", 64, "causal", 128, **{**bt0, "preg": 120}), Sm90("tf32", 64, "causal", 128, **{**bt0, "epilogue": 1}),
             Sm90("tf32", 128, "nomask", 64, split=1, **{**lw0, "preg": 120})]
-    # v22f: 128 and 136 producer registers (the consumers 184 and 176)
+    # v22f: 128 and 136 producer registers (the consumers 184 in both)
     out += [Sm90("tf32", 96, "causal", 64, **{**bt0, "preg": r}) for r in (128, 136)]
     out += [Sm90("tf32", 128, "causal", 64, **{**bt0, "preg": r}) for r in (128, 136)]
     out.append(Sm90("f16", 64, "causal", 128, stages=2, wg=2, overlap=1, pingpong=1))  # compile check only

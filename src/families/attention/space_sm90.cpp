@@ -68,14 +68,18 @@ constexpr double kLazyTf32 = 1.27;
 // about 6 steps a tile), and three warps transposing instead of four, which v18 measured
 // 4.5 % a step slower (the Llama block, 4.342 against 4.153 ms, 33 steps a tile) but which,
 // with 120 producer registers and O from registers, is 1.5 % a step faster (v22, an H100:
-// the Llama block 3.902 against 4.071 ms, HF causal 0.553 against 0.580, against the
-// four-warp kernel at 72 producer registers).
+// the Llama block 3.902 against 4.071 ms with the split tail, about 4.6 % against the
+// four-warp kernel without it, HF causal 0.553 against 0.580; the four-warp kernels at 72
+// producer registers). Measured with O from registers only; taken for the load warp's other
+// configurations too (its own O tile at 112 registers, lazy chained at 104), whose per-step
+// cost was last measured at 104 registers in v18.
 constexpr double kTf32LoadWarpStepCost = 0.985;
 constexpr double kTf32LoadWarpTileSteps = 0.57;
 // tf32 with the load warp, O from registers against its own O tile: the tile's 48 KiB leave
 // 2 staging slots, registers 4, and the loads run further ahead: 0.19 steps a tile saved
 // (v22, an H100, the balanced tail: minGPT's core 0.310 against 0.321 ms, about 5.5 steps a
-// tile; v18c on an H200 without it measured them level, 0.307 against 0.304).
+// tile; v18c on an H200 without it measured them level, 0.307 against 0.304). Not chained
+// configurations: their O leaves from registers too, and was not measured against a tile.
 constexpr double kTf32LoadWarpEpilogue0Steps = -0.19;
 // The split tail: its parts' O rows into the workspace (fp32, from registers) and the combine
 // kernel that reads them back, about 3 steps (on the Llama block the parts write and the
@@ -367,7 +371,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
   if (attention_sm90_transposes(f)) step_s *= kTf32StepCost;
   if (o.load_warp) step_s *= kTf32LoadWarpStepCost;
   const double fixed_steps = (o.chain ? 0.0 : kPrologueSteps) + (o.persistent ? 0.0 : kLaunchSteps) +
-                             (o.epilogue == 0   ? (o.load_warp                    ? kTf32LoadWarpEpilogue0Steps
+                             (o.epilogue == 0   ? (o.load_warp && !o.chain        ? kTf32LoadWarpEpilogue0Steps
                                                   : attention_sm90_transposes(f) ? kTf32Epilogue0Steps
                                                                                  : kEpilogue0Steps)
                               : o.epilogue == 2 ? kEpilogue2Steps

@@ -339,13 +339,14 @@ TEST(AttentionGpu, Sm90Tf32KernelPassesAndBrokenOnesAreQuarantined) {
 // The split tail: 32 tiles of 1000 rows (4 query heads over 2 K/V heads, head dim 128, no
 // mask; the last query and key blocks partial) fill at most a quarter of the grid, so each
 // runs as parts over its keys that a second kernel combines from the workspace. The bf16
-// and tf32 kernels with the split pass; a copy that skips its writes or doubles the scale is
-// quarantined.
+// kernel and the tf32 kernels (four transposing warps, and the load warp) with the split pass;
+// a copy that skips its writes or doubles the scale is quarantined.
 TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
   const GpuSetup s = gpu_setup();
   if (!s.skip.empty()) GTEST_SKIP() << s.skip;
   AttentionProblem p = bthd_heads(1, 4, 2, 1000, DType::bf16, MaskKind::none);
-  for (const Precision policy : {Precision::bf16, Precision::tf32}) {
+  for (const int variant : {0, 1, 2}) {  // bf16; tf32; tf32 with the load warp
+    const Precision policy = variant == 0 ? Precision::bf16 : Precision::tf32;
     p.dtype = policy == Precision::bf16 ? DType::bf16 : DType::f32;
     std::string why;
     const auto f = attention_family(p, policy, why);
@@ -353,11 +354,16 @@ TEST(AttentionGpu, Sm90SplitTailKernelsPassAndBrokenOnesAreQuarantined) {
     AttentionSm90Options st;
     st.split_tail = true;
     int block_n = 128;
-    if (policy == Precision::tf32) {  // the tf32 space's eager kernel with O from registers
+    if (policy == Precision::tf32) {  // the tf32 space's eager kernels with O from registers
       st.epilogue = 0;
       st.lazy_rescale = false;
-      st.producer_regs = 64;
+      st.producer_regs = 72;
       block_n = 64;
+      if (variant == 2) {
+        st.load_warp = true;
+        st.k_ahead = 0;
+        st.producer_regs = 120;
+      }
     }
     const AttentionConfig c{128, block_n, 1, st};
     ASSERT_TRUE(attention_sm90_config_fits(*f, c, AttentionGpuLimits{}));
