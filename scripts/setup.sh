@@ -26,6 +26,11 @@ MATPLOTLIB_VERSION=3.11.2
 # Tests only: one layer each of Llama, Mistral, Qwen2, GPT-2, BERT, ViT and T5 built from
 # tiny configs (tests/python/test_hf_layers.py skips without it; nothing is downloaded).
 TRANSFORMERS_VERSION=5.23.0
+# Packaging: setuptools 70.1 and later build the editable install without `wheel`'s
+# bdist_wheel (whose FutureWarning older ones raise) and without the beta warning of
+# [tool.setuptools] in pyproject.toml.
+SETUPTOOLS_VERSION=80.9.0
+WHEEL_VERSION=0.45.1
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -49,7 +54,7 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "pytest==${PYTEST_VERSION}" \
   "numpy==${NUMPY_VERSION}" "matplotlib==${MATPLOTLIB_VERSION}" "tqdm==${TQDM_VERSION}" \
-  "transformers==${TRANSFORMERS_VERSION}" setuptools wheel
+  "transformers==${TRANSFORMERS_VERSION}" "setuptools==${SETUPTOOLS_VERSION}" "wheel==${WHEEL_VERSION}"
 .venv/bin/python -m pip install -q --no-build-isolation --no-deps -e .
 
 if [ ! -f .deps/cutlass/include/cutlass/version.h ]; then

@@ -158,7 +158,7 @@ void restore_dropped(const graph::Graph& original, const CanonicalGraph& c, Plan
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     kept[i].priority = static_cast<int>(i);
-    kept[i].id = "p" + std::to_string(i);
+    kept[i].id = fmt::format("p{}", i);
   }
   plan.patterns = std::move(kept);
   std::set<std::string> in_pattern;

@@ -308,7 +308,10 @@ FACT_HD inline double epilogue_error_bound(const EpilogueProgram& prog, double a
 constexpr int kMaxTailInputs = 4;
 
 /// The name of external input `i`: "c0", "c1", ...
-inline std::string epilogue_input_name(size_t i) { return "c" + std::to_string(i); }
+inline std::string epilogue_input_name(size_t i) {
+  std::string name = "c";  // not "c" + std::to_string(i): GCC 12's -Wrestrict false positive (GCC bug 105329)
+  return name += std::to_string(i);
+}
 
 /// The slot of an external input's name: 2 for "c2"; -1 for anything but c0 .. c3. The one
 /// place a slot name is read.
