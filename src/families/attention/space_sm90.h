@@ -6,11 +6,12 @@
 //
 // Names (bench/attention_kernels.py's Sm90.name, which measured the kernels under them):
 //   fact_attn_sm90_<io>_d<D>_<mask>_<BM>x<BN>_s<stages>_wg<wg>[_ov][_pp]_mb<mb>[_persist]
-//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_pf<blocks>][_ka0][_lw][_st][_r<producer regs>]
+//       [_e<epilogue>][_l2][_lazy][_chain][_c2][_qr][_pf<blocks>][_ka0][_lw][_st][_bt][_r<producer regs>]
+//       [_sr<staging rows>][_sl<staging slots>]
 // io: bf16 | f16 (the math is the element's own) | bf16_f32 (fp32 inputs and output, bf16
 // math: each tile rounded in shared memory by the converting producer) | tf32_f32 (fp32
 // inputs and output, tf32 math: V transposed by the producer); _e only for epilogue 1 or 2, _c2 for
-// clusters of two, _qr for Q in registers (tf32 only), _st for the split tail, _r only when the producer keeps other than 24 registers. E.g.
+// clusters of two, _qr for Q in registers (tf32 only), _st for the split tail, _bt for the balanced tail, _r only when the producer keeps other than 24 registers. E.g.
 //   fact_attn_sm90_bf16_d128_causal_128x128_s2_wg2_ov_pp_mb1_persist_e1_lazy
 #pragma once
 #include <cstddef>
@@ -80,8 +81,10 @@ bool attention_sm90_config_fits(const AttentionFamily& f, const AttentionConfig&
 /// epilogue 2 (epilogue 1 does not fit at head dim 128); one WG of 64x128 at 2 CTAs per SM
 /// (epilogue 0). fp32 inputs (attention_sm90_converts) get their own three: the default
 /// with epilogue 0, eager rescaling and 56 producer registers, it with chaining, and with 72. tf32 (attention_sm90_transposes): 128 x {128, 96, 64}
-/// keys, epilogue 0, 64 producer registers, each eager and lazy, chained and not, eager with
-/// the split tail (no mask); eager with its own O tile; the load warp (space_sm90.cpp).
+/// keys, epilogue 0, 72 producer registers, each eager and lazy, chained and not, eager with
+/// the split tail (no mask); eager with its own O tile; the load warp with K at its block's
+/// start: eager with O from registers (120 producer registers), it with the split tail (no
+/// mask), eager with its own O tile (112) and lazy chained (104) (space_sm90.cpp).
 /// Causal: every persistent configuration of one CTA per SM without clusters has the balanced
 /// tail (bf16 and tf32).
 /// Those that do not fit (attention_sm90_config_fits) are left out, unranked.
