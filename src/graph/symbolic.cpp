@@ -5,6 +5,7 @@
 #include <charconv>
 #include <limits>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 #include "graph/json.h"
 
@@ -18,12 +19,6 @@ bool is_identifier(std::string_view s) {
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   return true;
-}
-
-int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw Error(std::string(what) + ": overflows int64");
-  return r;
 }
 
 int64_t positive_int(const json& j, const std::string& path) {

@@ -80,7 +80,11 @@ TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
             {"patterns", {{{"id", "p0"}, {"rule", "gemm"}, {"problem", problem({{"lda", 32}})}},
                           {{"id", "p1"}, {"rule", "gemm"}, {"problem", problem({{"k", 64.5}})}},
                           {{"id", "p2"}, {"rule", "gemm"}, {"problem", problem({{"l", 2}, {"batch_stride_d", 0}})}},
-                          {{"id", "p3"}, {"rule", "gemm"}, {"problem", problem({{"batch_stride_a", -1}, {"l", 2}, {"batch_stride_d", 4096}})}}}}};
+                          {{"id", "p3"}, {"rule", "gemm"}, {"problem", problem({{"batch_stride_a", -1}, {"l", 2}, {"batch_stride_d", 4096}})}},
+                          // Sizes past what a 64-bit extent holds, and past CUTLASS's 32-bit sizes.
+                          {{"id", "p4"}, {"rule", "gemm"}, {"problem", problem({{"l", 2}, {"ldd", int64_t(1) << 60}})}},
+                          {{"id", "p5"}, {"rule", "gemm"}, {"problem", problem({{"ldb", int64_t(1) << 58}})}},
+                          {{"id", "p6"}, {"rule", "gemm"}, {"problem", problem({{"m", int64_t(1) << 31}})}}}}};
   EXPECT_EQ(fact::realize::run_realize(options_for(dir, plan)), 0);
   const json r = json::parse(fact::read_file(dir / "realized.json"));
   auto why = [&](int i) { return r["patterns"][i]["cutlass_unavailable"].get<std::string>(); };
@@ -88,6 +92,10 @@ TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
   EXPECT_NE(why(1).find("'k' must be an integer"), std::string::npos) << why(1);
   EXPECT_NE(why(2).find("overlaps D's batches"), std::string::npos) << why(2);
   EXPECT_NE(why(3).find("negative batch stride"), std::string::npos) << why(3);
+  EXPECT_NE(why(4).find("M * ldd: overflows int64"), std::string::npos) << why(4);
+  EXPECT_NE(why(5).find("an operand's extent (L-1)*batch_stride + (rows-1)*ld + cols: overflows int64"),
+            std::string::npos) << why(5);
+  EXPECT_NE(why(6).find("M=2147483648 N=64 K=64 L=1: a size exceeds the 32-bit range"), std::string::npos) << why(6);
   fs::remove_all(dir);
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 
 using nlohmann::json;
@@ -13,8 +15,13 @@ namespace fact::realize {
 
 namespace {
 
+// The offset of the last element + 1. Throws fact::Error past int64.
 int64_t extent(int64_t b, int64_t h, int64_t t, int64_t cols, const AttentionStrides& s) {
-  return (b - 1) * s.batch + (h - 1) * s.head + (t - 1) * s.row + cols;
+  constexpr const char* what = "plan problem (attention): an operand's extent";
+  int64_t e = cols;
+  for (auto [n, stride] : {std::pair{b, s.batch}, {h, s.head}, {t, s.row}})
+    e = checked_add(e, checked_mul(n - 1, stride, what), what);
+  return e;
 }
 
 [[noreturn]] void bad(const std::string& field, const std::string& what) {
@@ -31,9 +38,13 @@ int64_t integer(const json& v, const std::string& path) {
   return v.get<int64_t>();
 }
 
+// A size: 1 .. 2^31 - 1, the range the kernels index with (their launchers answer
+// FACT_ATTN_ERR_RANGE past it, abi.h).
 int64_t positive(const json& j, const char* name) {
   const int64_t v = integer(required(j, name, name), name);
   if (v <= 0) bad(name, "must be positive, got " + std::to_string(v));
+  if (v > std::numeric_limits<int32_t>::max())
+    bad(name, "= " + std::to_string(v) + " exceeds 2^31 - 1, the 32-bit range the attention kernels index with");
   return v;
 }
 
@@ -63,7 +74,8 @@ bool non_overlapping(const std::vector<std::pair<int64_t, int64_t>>& size_stride
   int64_t span = 0;  // largest offset the smaller dimensions reach
   for (auto [stride, size] : dims) {
     if (stride <= span) return false;
-    span += (size - 1) * stride;
+    span = checked_add(span, checked_mul(size - 1, stride, "plan problem (attention): the span of O"),
+                       "plan problem (attention): the span of O");
   }
   return true;
 }
@@ -118,16 +130,36 @@ std::size_t AttentionProblem::mask_bytes() const {
   return mask == MaskKind::additive ? dtype_bytes(dtype) : mask_has_tensor(mask) ? 1 : 0;
 }
 
+namespace {
+using Wide = __int128;  // holds every product of two int64 sizes below
+
+// The sum over s in [lo, hi] of clamp(s, 0, c), c >= 0.
+Wide sum_clamped(Wide lo, Wide hi, Wide c) {
+  Wide sum = 0;
+  const Wide full_from = std::max(lo, c);  // s >= c count c each
+  if (hi >= full_from) sum += (hi - full_from + 1) * c;
+  const Wide x = std::max<Wide>(lo, 1), y = std::min(hi, c - 1);  // 0 < s < c count s
+  if (y >= x) sum += (x + y) * (y - x + 1) / 2;
+  return sum;
+}
+}  // namespace
+
 int64_t attention_kept_pairs(int64_t seq_q, int64_t seq_k, MaskKind mask, int64_t window) {
-  if (mask != MaskKind::causal) return seq_q * seq_k;
-  if (window > 0) {  // row i keeps the keys [first, min(i, seq_k - 1)], possibly none
-    int64_t pairs = 0;
-    for (int64_t i = 0; i < seq_q; ++i)
-      pairs += std::max<int64_t>(0, std::min(i, seq_k - 1) - attention_causal_first_key(i, window) + 1);
-    return pairs;
+  const Wide q = seq_q, k = seq_k;
+  Wide pairs = q * k;
+  if (mask == MaskKind::causal) {
+    // Closed form of the count attention_causal_keeps gives row by row. Without a window, w is
+    // wider than any row. Rows i < min(q, k) keep min(i + 1, w) keys: 1, 2, ..., w, w, ...
+    const Wide w = window > 0 ? Wide(window) : q + k;
+    const Wide rows = std::min(q, k), ramp = std::min(rows, w);
+    pairs = ramp * (ramp + 1) / 2 + (rows - ramp) * w;
+    // Rows k <= i < q keep the keys [max(0, i - w + 1), k - 1]: clamp(k + w - 1 - i, 0, k).
+    if (q > k) pairs += sum_clamped(k + w - q, w - 1, k);
   }
-  const int64_t tri = std::min(seq_q, seq_k);  // rows 0..tri-1 keep i + 1 keys, later rows keep seq_k
-  return tri * (tri + 1) / 2 + (seq_q - tri) * seq_k;
+  if (pairs > Wide(std::numeric_limits<int64_t>::max()))
+    throw Error("attention: the kept (query, key) pairs of " + std::to_string(seq_q) + " x " + std::to_string(seq_k) +
+                " overflow int64");
+  return int64_t(pairs);
 }
 
 double AttentionProblem::flops() const {
@@ -215,6 +247,15 @@ AttentionProblem attention_problem_from_json(const json& j) {
     bad("strides.o", "make elements of O share memory (batch, head, row strides " + std::to_string(p.o.batch) + ", " +
                          std::to_string(p.o.head) + ", " + std::to_string(p.o.row) + ")");
   }
+  // What realization sizes buffers by and the cost model counts fits int64 (each throws otherwise).
+  for (int64_t (AttentionProblem::*e)() const : {&AttentionProblem::extent_q, &AttentionProblem::extent_k,
+                                                  &AttentionProblem::extent_v, &AttentionProblem::extent_o,
+                                                  &AttentionProblem::extent_mask})
+    (void)(p.*e)();
+  (void)checked_mul(checked_mul(p.batch, p.heads, "plan problem (attention): B * H * Tq * D"),
+                    checked_mul(p.seq_q, p.head_dim, "plan problem (attention): B * H * Tq * D"),
+                    "plan problem (attention): B * H * Tq * D");
+  (void)attention_kept_pairs(p.seq_q, p.seq_k, p.mask, p.window);
   return p;
 }
 

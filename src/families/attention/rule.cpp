@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_int.h"
 #include "discover/plan.h"
 #include "families/attention/match.h"
 #include "families/attention/problem.h"
@@ -230,10 +231,13 @@ Match make_match(const MatchContext& ctx, Parts parts) {
       {"mask", has_mask_operand ? mask_strides(parts.mask_value, g.type(parts.mask_value), o, k.t, rank, &key_stride)
                                 : nlohmann::ordered_json(nullptr)}};
 
-  int64_t flops = 4 * q.d;
-  for (int64_t f : {q.b, q.h, realize::attention_kept_pairs(q.t, k.t, parts.mask, parts.window)})
-    if (__builtin_mul_overflow(flops, f, &flops))
-      reject("4*B*H*Tq*Tk*D overflows 64 bits: " + shapes);
+  int64_t flops = 4;
+  try {
+    for (int64_t f : {q.d, q.b, q.h, realize::attention_kept_pairs(q.t, k.t, parts.mask, parts.window)})
+      flops = checked_mul(flops, f, "4*B*H*Tq*Tk*D");
+  } catch (const Error& e) {
+    reject(std::string(e.what()) + ": " + shapes);
+  }
 
   Match m;
   // Graph order, each node once (k and v may be one value, repeated once).

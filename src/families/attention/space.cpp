@@ -1,5 +1,6 @@
 #include "families/attention/space.h"
 
+#include "families/attention/key_sums.h"
 #include "families/attention/space_sm90.h"
 
 #include <algorithm>
@@ -95,19 +96,12 @@ double attention_estimate_seconds(const AttentionFamily& f, const AttentionConfi
   const int resident = std::max(1, std::min({attention_blocks_by_smem(f, c, gpu), by_regs, 2048 / threads}));
 
   // Work per CTA in key steps.
-  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
-  double total_steps = 0, max_steps = 0, kv_rows = 0;
-  for (int64_t qb = 0; qb < n_qb; ++qb) {
-    const AttentionKeyRange keys = attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n);
-    const double steps = double(keys.blocks(c.block_n));
-    total_steps += steps;
-    max_steps = std::max(max_steps, steps);
-    kv_rows += double(keys.end - keys.begin);
-  }
+  const AttentionKeySums sums = attention_key_sums(p, c.block_m, c.block_n);
+  const double max_steps = double(sums.max_blocks);
   const double heads = double(p.batch) * double(p.heads);
-  total_steps *= heads;
-  kv_rows *= heads;
-  const double ctas = double(n_qb) * heads;
+  const double total_steps = double(sums.blocks) * heads;
+  const double kv_rows = double(sums.keys) * heads;
+  const double ctas = double(sums.query_blocks) * heads;
 
   // CTAs sharing one SM at a time, and how well their warps hide latency.
   const double sharing = std::min(double(resident), std::ceil(ctas / gpu.sm_count));

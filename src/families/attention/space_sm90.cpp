@@ -1,5 +1,7 @@
 #include "families/attention/space_sm90.h"
 
+#include "families/attention/key_sums.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -321,7 +323,7 @@ double attention_sm90_balanced_steps(const std::vector<int64_t>& class_blocks, d
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const int64_t n_qb = int64_t(class_blocks.size());
   const int64_t grid = std::min(n_tiles, slots);
-  if (n_qb == 0 || grid <= 0 || grid > 160 || n_tiles > (int64_t(1) << 22)) return kNone;
+  if (n_qb == 0 || grid <= 0 || grid > 160 || n_tiles > kAttentionSm90MaxBalancedTiles) return kNone;
   const int64_t rounds = (n_tiles + grid - 1) / grid;
   if (rounds < 2) return kNone;
   const int64_t r0 = rounds - 2, first = r0 * grid;
@@ -378,13 +380,10 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
                                                 : 0.0) -
                              (o.load_warp ? kTf32LoadWarpTileSteps : 0.0);
 
-  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
-  double total_steps = 0, max_steps = 0;
-  for (int64_t qb = 0; qb < n_qb; ++qb) {
-    const double steps = double(attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n).blocks(c.block_n)) + fixed_steps;
-    total_steps += steps;
-    max_steps = std::max(max_steps, steps);
-  }
+  const AttentionKeySums sums = attention_key_sums(p, c.block_m, c.block_n);
+  const int64_t n_qb = sums.query_blocks;
+  const double total_steps = double(sums.blocks) + double(n_qb) * fixed_steps;
+  const double max_steps = double(sums.max_blocks) + fixed_steps;
   const double heads = double(p.batch) * double(p.heads);
   const double tiles = double(n_qb) * heads;
   // CTAs of one SM share its rate: a tile on one of MIN_BLOCKS co-resident CTAs takes
@@ -402,7 +401,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
       }
     }
     const double plain = std::ceil(tiles / slots) * mean_steps;
-    if (o.balance_tail && p.mask == MaskKind::causal) {
+    if (o.balance_tail && p.mask == MaskKind::causal && tiles <= double(kAttentionSm90MaxBalancedTiles)) {
       std::vector<int64_t> class_blocks(static_cast<size_t>(n_qb));  // tile % n_qb = c: query block n_qb - 1 - c
       for (int64_t cl = 0; cl < n_qb; ++cl)
         class_blocks[size_t(cl)] = attention_tile_keys(p, (n_qb - 1 - cl) * c.block_m, c.block_m, c.block_n).blocks(c.block_n);
@@ -417,12 +416,7 @@ double attention_sm90_compute_seconds(const AttentionFamily& f, const AttentionC
 
 double attention_sm90_estimate_seconds(const AttentionFamily& f, const AttentionConfig& c, const AttentionProblem& p,
                                        const AttentionGpuLimits& gpu) {
-  const int64_t n_qb = (p.seq_q + c.block_m - 1) / c.block_m;
-  double kv_rows = 0;
-  for (int64_t qb = 0; qb < n_qb; ++qb) {
-    const AttentionKeyRange keys = attention_tile_keys(p, qb * c.block_m, c.block_m, c.block_n);
-    kv_rows += double(keys.end - keys.begin);
-  }
+  const double kv_rows = double(attention_key_sums(p, c.block_m, c.block_n).keys);
   const double heads = double(p.batch) * double(p.heads);
   const double compute = attention_sm90_compute_seconds(f, c, p, gpu);
   const double elem = double(dtype_bytes(p.dtype));

@@ -104,6 +104,10 @@ struct AttentionSplitPlan {
 };
 AttentionSplitPlan attention_sm90_split_plan(int64_t n_tiles, int64_t n_blocks, int64_t slots);
 
+/// The most tiles the balanced tail deals (balance_plan's 2^22 in attention_sm90_tail.cu.in):
+/// past it the template keeps the plain order, and the cost model does not deal them.
+inline constexpr int64_t kAttentionSm90MaxBalancedTiles = int64_t(1) << 22;
+
 /// The balanced tail (the template's balance_plan, attention_sm90_tail.cu.in, its twin): the
 /// busiest CTA's steps when n_tiles tiles, tile t with class_blocks[t % n_qb] key blocks
 /// (n_qb = class_blocks.size(), class 0 a head's last query block) and fixed_steps more, run

@@ -3,17 +3,21 @@
 #include "families/gemm/epilogue/program.h"
 #include "families/gemm/epilogue/evt_codegen.h"
 
+#include <limits>
 #include <type_traits>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 
 namespace fact::realize {
 
 namespace {
 // Extent of one matrix of `rows` x `cols` stored with unit stride along `cols` and leading
-// stride `ld`, plus the batch offset of the last batch.
+// stride `ld`, plus the batch offset of the last batch. Throws fact::Error past int64.
 int64_t extent(int64_t rows, int64_t cols, int64_t ld, int64_t batch_stride, int64_t l) {
-  return (l - 1) * batch_stride + (rows - 1) * ld + cols;
+  constexpr const char* what = "plan problem: an operand's extent (L-1)*batch_stride + (rows-1)*ld + cols";
+  return checked_add(checked_add(checked_mul(l - 1, batch_stride, what), checked_mul(rows - 1, ld, what), what),
+                     cols, what);
 }
 }  // namespace
 
@@ -84,6 +88,12 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   p.alpha = j.value("alpha", 1.0);
   p.beta = j.value("beta", 1.0);
   if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.l <= 0) throw Error("plan problem: non-positive size");
+  // CUTLASS's and cuBLAS's problem sizes are 32-bit, as the GEMM rule requires of a graph.
+  constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+  if (p.m > kMaxDim || p.n > kMaxDim || p.k > kMaxDim || p.l > kMaxDim) {
+    throw Error("plan problem: M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k) +
+                " L=" + std::to_string(p.l) + ": a size exceeds the 32-bit range CUTLASS and cuBLAS take");
+  }
   // A leading dimension spans at least the contiguous extent; batch strides are >= 0 and
   // D's batches do not overlap.
   const int64_t a_extent = p.layout_a == Layout::Row ? p.k : p.m;
@@ -101,11 +111,17 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
   if (p.batch_stride_a < 0 || p.batch_stride_b < 0 || p.batch_stride_d < 0) {
     throw Error("plan problem: negative batch stride");
   }
-  if (p.l > 1 && p.batch_stride_d < p.m * p.ldd) {
+  const int64_t d_batch = checked_mul(p.m, p.ldd, "plan problem: M * ldd");
+  if (p.l > 1 && p.batch_stride_d < d_batch) {
     throw Error("plan problem: batch_stride_d " + std::to_string(p.batch_stride_d) +
-                " overlaps D's batches (M * ldd = " + std::to_string(p.m * p.ldd) + ")");
+                " overlaps D's batches (M * ldd = " + std::to_string(d_batch) + ")");
   }
   if (p.l == 1) p.batch_stride_a = p.batch_stride_b = p.batch_stride_d = 0;  // unused
+  // What realization sizes buffers and counts elements by fits int64 (throws otherwise).
+  (void)p.extent_a();
+  (void)p.extent_b();
+  (void)p.extent_d();
+  (void)checked_mul(checked_mul(p.m, p.n, "plan problem: M * N * L"), p.l, "plan problem: M * N * L");
   return p;
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 #include "engine/embedded_templates.h"
 #include "engine/kernel_template.h"
@@ -23,21 +24,30 @@ SwigluProblem swiglu_problem_from_json(const nlohmann::json& j) {
   gemm["ldd"] = j.value("n", nlohmann::json(0));
   gemm.erase("swiglu");
   p.gemm = gemm_problem_from_json(gemm);
-  p.hidden = s.value("hidden", int64_t(0));
-  p.ldd = j.value("ldd", int64_t(0));
   GemmProblem& g = p.gemm;
   auto refuse = [&](const std::string& why) { throw Error("plan problem: SwiGLU " + why); };
-  if (s.value("interleave", 0) != kSwigluInterleave)
-    refuse(fmt::format("interleave {} (the kernels pair gate and up in blocks of {})", s.value("interleave", 0),
-                       kSwigluInterleave));
+  // An integer field of `o`, 0 when absent; anything but an integer is refused by name.
+  auto integer = [&](const nlohmann::json& o, const char* name) {
+    if (!o.contains(name)) return int64_t{0};
+    if (!o.at(name).is_number_integer()) refuse(fmt::format("field '{}' must be an integer, got {}", name, o.at(name).dump()));
+    return o.at(name).get<int64_t>();
+  };
+  p.hidden = integer(s, "hidden");
+  p.ldd = integer(j, "ldd");
+  const int64_t interleave = integer(s, "interleave");
+  if (interleave != kSwigluInterleave)
+    refuse(fmt::format("interleave {} (the kernels pair gate and up in blocks of {})", interleave, kSwigluInterleave));
   if (p.hidden <= 0 || p.hidden % kSwigluInterleave) refuse(fmt::format("hidden {} is not a positive multiple of 8", p.hidden));
-  if (g.n != 2 * p.hidden) refuse(fmt::format("n {} is not 2 * hidden {}", g.n, p.hidden));
+  if (g.n % 2 != 0 || g.n / 2 != p.hidden) refuse(fmt::format("n {} is not 2 * hidden {}", g.n, p.hidden));
   if (g.bias_n) refuse("with a bias (the gate and up projections have none here)");
   if (g.l != 1) refuse(fmt::format("batched (l = {})", g.l));
   if (g.alpha != 1.0 || g.beta != 0.0) refuse(fmt::format("with alpha {} and beta {} (1 and 0 only)", g.alpha, g.beta));
   if (g.layout_a != Layout::Row || g.layout_b != Layout::Col || g.ldb != g.k)
     refuse("operands: A must be row-major and B the [2H, K] interleaved weight (column-major, ldb = K)");
   if (p.ldd < p.hidden) refuse(fmt::format("ldd {} < hidden {}", p.ldd, p.hidden));
+  // The output's extent, (M - 1) * ldd + hidden, which realization sizes a buffer by.
+  (void)checked_add(checked_mul(g.m - 1, p.ldd, "plan problem: SwiGLU output extent"), p.hidden,
+                    "plan problem: SwiGLU output extent");
   return p;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 
 using nlohmann::json;
@@ -46,6 +47,9 @@ int64_t stride(const json& s, const char* key, int64_t rows, int64_t cols) {
   if (!v.is_number_integer()) bad(std::string("strides.") + key + " must be an integer, got " + v.dump());
   const int64_t st = v.get<int64_t>();
   if (rows > 1 && st < cols) bad(std::string("strides.") + key + " " + std::to_string(st) + " is below cols " + std::to_string(cols) + ": rows would overlap");
+  // The operand's extent, (rows - 1) * stride + cols, which realization sizes buffers by.
+  const std::string what = std::string("norm problem: the extent of ") + key + ", (rows - 1) * stride + cols";
+  (void)checked_add(checked_mul(rows - 1, st, what), cols, what);
   return st;
 }
 

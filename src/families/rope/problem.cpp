@@ -42,7 +42,7 @@ bool one_to_one(const RopeProblem& p, const RopeStrides& s) {
   int64_t span = 1;
   for (const auto& [stride, n] : dims) {
     if (stride < span) return false;
-    span = stride * n;
+    span = checked_mul(stride, n, "rope problem: the span of strides.out");
   }
   return true;
 }
@@ -88,6 +88,9 @@ RopeProblem rope_problem_from_json(const json& j) {
   p.sin = strides(s, "sin");
   p.out = strides(s, "out");
   if (!one_to_one(p, p.out)) bad("strides.out " + s.at("out").dump() + " map two output elements to one address");
+  // What realization sizes buffers and launches by fits int64 (each throws otherwise).
+  (void)checked_mul(p.rows(), p.head_dim, "rope problem: rows * head_dim");
+  for (const RopeStrides* st : {&p.x, &p.cos, &p.sin, &p.out}) (void)p.extent(*st);
   return p;
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/checked_int.h"
 #include "engine/kernel_dtype.h"
 
 namespace fact::realize {
@@ -27,13 +28,18 @@ struct RopeProblem {
                                          // (the plan's "out_dtype", discover/narrow.h)
   RopeStrides x{}, cos{}, sin{}, out{};
 
-  int64_t rows() const { return dims[0] * dims[1] * dims[2]; }
+  /// n0 * n1 * n2. Throws fact::Error past int64 (rope_problem_from_json checks it once).
+  int64_t rows() const {
+    return checked_mul(checked_mul(dims[0], dims[1], "rope problem: rows"), dims[2], "rope problem: rows");
+  }
   /// Elements the allocation of a tensor with strides `s` spans: the offset of its last
-  /// element + 1.
+  /// element + 1. Throws fact::Error past int64 (rope_problem_from_json checks each once).
   int64_t extent(const RopeStrides& s) const {
-    int64_t last = head_dim - 1;
-    for (int i = 0; i < 3; ++i) last += (dims[size_t(i)] - 1) * s[size_t(i)];
-    return last + 1;
+    int64_t last = head_dim;
+    for (int i = 0; i < 3; ++i)
+      last = checked_add(last, checked_mul(dims[size_t(i)] - 1, s[size_t(i)], "rope problem: extent"),
+                         "rope problem: extent");
+    return last;
   }
 };
 

@@ -118,6 +118,31 @@ TEST(AttentionProblem, ErrorsNameTheField) {
   expect(j, "field 'strides.o' is missing");
 }
 
+TEST(AttentionProblem, SizesPastTheKernelsRangeOrInt64AreRefused) {
+  auto expect = [](const json& j, const std::string& text) {
+    const std::string e = error_of(j);
+    EXPECT_NE(e.find(text), std::string::npos) << "got: " << e;
+  };
+  expect(mingpt({{"seq_q", int64_t(1) << 31}}),
+         "field 'seq_q' = 2147483648 exceeds 2^31 - 1, the 32-bit range the attention kernels index with");
+  EXPECT_EQ(error_of(mingpt({{"batch", (int64_t(1) << 31) - 1}, {"strides", mingpt()["strides"]}})), "")
+      << "the largest size is read (its extents fit)";
+  json j = mingpt();
+  j["strides"]["k"] = {int64_t(1) << 62, 96, 1152};  // (B - 1) * 2^62 + ... fits; x 2 batches would not
+  j["batch"] = 3;
+  expect(j, "an operand's extent: overflows int64");
+  j = mingpt();
+  j["strides"]["o"] = {int64_t(1) << 62, int64_t(1) << 60, 384};  // 3 batches 2^62 apart
+  j["batch"] = 3;
+  expect(j, "the span of O: overflows int64");
+  // B, H and Tq at 2^31 - 1 with Q, K and V broadcast: O alone spans past int64.
+  const int64_t n = 2147483647;
+  json big = mingpt({{"batch", n}, {"heads", n}, {"kv_heads", 1}, {"seq_q", n}, {"seq_k", 1}, {"head_dim", 1},
+                     {"mask", "none"}});
+  big["strides"] = {{"q", {0, 0, 1}}, {"k", {0, 0, 1}}, {"v", {0, 0, 1}}, {"o", {n * n, n, 1}}, {"mask", nullptr}};
+  expect(big, "the span of O: overflows int64");
+}
+
 TEST(AttentionProblem, SpelledExtrasAreReadAndChecked) {
   const AttentionProblem w = attention_problem_from_json(mingpt({{"window", 4096}}));
   EXPECT_EQ(w.window, 4096);

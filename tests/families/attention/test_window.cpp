@@ -7,7 +7,9 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "families/attention/candidates.h"
+#include "families/attention/key_sums.h"
 #include "families/attention/space.h"
 #include "families/attention/space_sm90.h"
 
@@ -64,6 +66,27 @@ TEST(AttentionWindow, FlopsCountOnlyTheWindow) {
   EXPECT_DOUBLE_EQ(causal(30, 30, 64).flops(), causal(30, 30, 0).flops());
 }
 
+TEST(AttentionWindow, KeptPairsInClosedFormMatchTheRowByRowCount) {
+  // Every (Tq, Tk, W) up to 24 x 24, windows 0 (none) to past both lengths.
+  for (int64_t tq = 1; tq <= 24; ++tq)
+    for (int64_t tk = 1; tk <= 24; ++tk)
+      for (int64_t w = 0; w <= 50; w += (w < 26 ? 1 : 24)) {
+        int64_t brute = 0;
+        for (int64_t i = 0; i < tq; ++i)
+          for (int64_t j = 0; j < tk; ++j) brute += attention_causal_keeps(i, j, w) ? 1 : 0;
+        ASSERT_EQ(attention_kept_pairs(tq, tk, MaskKind::causal, w), brute) << tq << " " << tk << " " << w;
+        ASSERT_EQ(attention_kept_pairs(tq, tk, MaskKind::none, w), tq * tk);
+      }
+  // Kernel-sized lengths in constant time: T = 2^31 - 1, window 4096: a triangle of 4096 rows
+  // then 4096 keys a row.
+  const int64_t t = (int64_t(1) << 31) - 1, w = 4096;
+  EXPECT_EQ(attention_kept_pairs(t, t, MaskKind::causal, w), w * (w + 1) / 2 + (t - w) * w);
+  EXPECT_EQ(attention_kept_pairs(t, t, MaskKind::causal, 0), t * (t + 1) / 2);
+  // Past int64: an error, not a wrapped count.
+  EXPECT_THROW(attention_kept_pairs(int64_t(1) << 40, int64_t(1) << 40, MaskKind::none, 0), fact::Error);
+  EXPECT_THROW(attention_kept_pairs(int64_t(1) << 40, int64_t(1) << 40, MaskKind::causal, 0), fact::Error);
+}
+
 TEST(AttentionWindow, TileKeysHoldEveryKeptPairAndSkipOnlyFullyMaskedBlocks) {
   int64_t skipped_total = 0;
   for (auto [tq, tk] : {std::pair<int64_t, int64_t>{700, 700}, {500, 300}, {300, 520}}) {
@@ -103,6 +126,47 @@ TEST(AttentionWindow, TileKeysHoldEveryKeptPairAndSkipOnlyFullyMaskedBlocks) {
   none.mask = MaskKind::none;
   EXPECT_EQ(attention_tile_keys(none, 128, 128, 64).begin, 0);
   EXPECT_EQ(attention_tile_keys(none, 128, 128, 64).end, 256);
+}
+
+TEST(AttentionWindow, KeySumsInClosedFormMatchVisitingEveryQueryBlock) {
+  // Lengths around the block sizes, windows from none to past both lengths, block shapes
+  // whose period (block_n / gcd) runs from 1 to 11.
+  int64_t checked = 0;
+  for (int64_t tq : {1, 63, 64, 65, 300, 700})
+    for (int64_t tk : {1, 64, 129, 300, 520})
+      for (int64_t w : {0, 1, 50, 64, 129, 4096})
+        for (MaskKind mask : {MaskKind::causal, MaskKind::none}) {
+          if (mask == MaskKind::none && w > 0) continue;
+          AttentionProblem p = causal(tq, tk, w);
+          p.mask = mask;
+          for (int64_t bm : {64, 128})
+            for (int64_t bn : {32, 64, 96, 128, 176, 192}) {
+              AttentionKeySums brute;
+              for (int64_t qb = 0; qb * bm < tq; ++qb) {
+                const AttentionKeyRange r = attention_tile_keys(p, qb * bm, bm, bn);
+                ++brute.query_blocks;
+                brute.blocks += r.blocks(bn);
+                brute.max_blocks = std::max(brute.max_blocks, r.blocks(bn));
+                brute.keys += r.end - r.begin;
+              }
+              const AttentionKeySums s = attention_key_sums(p, bm, bn);
+              SCOPED_TRACE(testing::Message() << tq << "x" << tk << " w" << w << " " << bm << "x" << bn);
+              ASSERT_EQ(s.query_blocks, brute.query_blocks);
+              ASSERT_EQ(s.blocks, brute.blocks);
+              ASSERT_EQ(s.max_blocks, brute.max_blocks);
+              ASSERT_EQ(s.keys, brute.keys);
+              ++checked;
+            }
+        }
+  EXPECT_EQ(checked, 6 * 5 * (6 + 1) * 12);
+  // Kernel-sized lengths in O(block_n): T = 2^31 - 1 with a 4096-key window, 128 x 128
+  // tiles: 16777216 query blocks; past the first 32 each sees 33 blocks (32 + the partial).
+  const int64_t t = (int64_t(1) << 31) - 1;
+  const AttentionKeySums big = attention_key_sums(causal(t, t, 4096), 128, 128);
+  EXPECT_EQ(big.query_blocks, 16777216);
+  EXPECT_EQ(big.max_blocks, 33);
+  EXPECT_GT(big.blocks, 32 * big.query_blocks);
+  EXPECT_LT(big.blocks, 33 * big.query_blocks);
 }
 
 TEST(AttentionWindow, TheKernelsRunItAndTheCostModelCountsOnlyTheWindow) {

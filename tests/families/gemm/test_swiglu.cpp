@@ -60,6 +60,9 @@ TEST(Swiglu, RefusesWhatTheKernelsDoNotComputeNamingIt) {
   refused("layout_b", "row", "ldb = 4096 is smaller");  // the GEMM reader says it first
   refused("ldb", 8192, "column-major, ldb = K");
   refused("ldd", 9000, "ldd 9000 < hidden 9728");
+  refused("swiglu.hidden", "9728", "field 'hidden' must be an integer, got \"9728\"");
+  refused("swiglu.interleave", 8.5, "field 'interleave' must be an integer, got 8.5");
+  refused("ldd", int64_t(1) << 50, "SwiGLU output extent: overflows int64");
 }
 
 TEST(Swiglu, FamiliesReadTheOperandsAsGivenAndTheSpaceIsPersistent) {

@@ -47,6 +47,14 @@ TEST(NormProblem, NamesTheBadField) {
   j = llama_ffn_norm();
   j.erase("eps");
   EXPECT_THROW(norm_problem_from_json(j), Error);
+  j = llama_ffn_norm();
+  j["strides"]["residual"] = int64_t(1) << 50;  // 32767 rows apart by 2^50: past int64
+  try {
+    norm_problem_from_json(j);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "norm problem: the extent of residual, (rows - 1) * stride + cols: overflows int64");
+  }
 }
 
 TEST(NormSpace, PrunedByTheRowLengthAndRankedWithinTheBudget) {

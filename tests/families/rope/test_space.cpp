@@ -56,6 +56,13 @@ TEST(RopeProblem, NamesTheBadField) {
   j = llama_rope_q("float32");
   j["dims"] = {16, 0, 2048};
   EXPECT_NE(error_of(j).find("dims"), std::string::npos);
+  // Sizes whose extent or row count a 64-bit integer does not hold.
+  j = llama_rope_q("float32");
+  j["strides"]["cos"] = {0, 0, int64_t(1) << 60};
+  EXPECT_EQ(error_of(j), "rope problem: extent: overflows int64");
+  j = llama_rope_q("float32");
+  j["dims"] = {int64_t(1) << 40, 1, 1};
+  EXPECT_NE(error_of(j).find("overflows int64"), std::string::npos) << error_of(j);
 }
 
 TEST(RopeSpace, SixteenByteVectorsRankFirstAndEveryConfigFits) {
