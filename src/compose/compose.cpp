@@ -62,7 +62,10 @@ json compose_entry(const std::string& id, const json& pat, const json& r, const 
     if (w.at("impl") == "cutlass") {
       // What the runtime binds, checked and completed by the family (symbol, fused tail).
       family.compose_winner(id, pat, r, w, m);
-      m["workspace_bytes"] = w.value("workspace_bytes", 0);
+      if (w.contains("workspace_bytes") && !(w.at("workspace_bytes").is_number_integer() && w.at("workspace_bytes") >= 0))
+        throw Error("realized.json's winner for pattern " + id + ": workspace_bytes " + w.at("workspace_bytes").dump() +
+                    " is not a byte count");
+      m["workspace_bytes"] = integer_or(w, "workspace_bytes", 0);
       if (w.contains("runtime")) m["runtime"] = w.at("runtime");
       // Realize could only bound the ATen path: the runtime times the two (fact.aten_check).
       if (r.contains("aten_check")) m["aten_check"] = r.at("aten_check");
@@ -124,7 +127,7 @@ Composition compose_documents(const json& plan, const json& realized, std::vecto
   try {
     if (plan.value("format", "") != "fact.plan") throw Error(plan_name + " is not a FACT plan");
     if (realized.value("format", "") != "fact.realized") throw Error(realized_name + " is not realized.json");
-    if (realized.value("version", 0) != 1 || (plan.value("version", 0) != 1 && plan.value("version", 0) != 2)) {
+    if (integer_or(realized, "version", 0) != 1 || (integer_or(plan, "version", 0) != 1 && integer_or(plan, "version", 0) != 2)) {
       throw Error("compose reads plans of version 1 and 2 and realized.json version 1");
     }
     if (plan.contains("precision") && plan.at("precision") != realized.at("policy")) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_format.h"
 #include "compose/compose.h"
 #include "families/family.h"
 
@@ -56,13 +57,13 @@ std::string bucket_section(const json& manifest) {
     for (const auto& b : m.at("buckets")) {
       json at = m;
       at["problem"] = b.at("problem");
-      s += fmt::format("| {}..{} | {} | `{}` | {} | {} | {} | {} |\n", b.value("lo", 0), b.value("hi", 0), problem_text(at),
+      s += fmt::format("| {}..{} | {} | `{}` | {} | {} | {} | {} |\n", integer_or(b, "lo", 0), integer_or(b, "hi", 0), problem_text(at),
                        kernel_cell(b), b.value("impl", ""), num(b.value("vendor_ms", json())), num(b.value("time_ms", json())),
                        speedup(b));
     }
     const json& last = m.at("buckets").back();
     s += fmt::format("\n{} > {} runs the {}..{} bucket's configuration when its kernel accepts the size, else the "
-                     "ATen ops (said once per pattern).\n\n", sym, last.value("hi", 0), last.value("lo", 0), last.value("hi", 0));
+                     "ATen ops (said once per pattern).\n\n", sym, integer_or(last, "hi", 0), integer_or(last, "lo", 0), integer_or(last, "hi", 0));
   }
   return s;
 }
@@ -129,7 +130,7 @@ std::string render_report(const json& plan, const json& realized, const json& ma
     if (!r.contains("buckets")) entries.push_back(r);
     for (const auto& b : r.value("buckets", json::array())) {
       json e = b;
-      e["id"] = fmt::format("{} [{} {}..{}]", r.value("id", ""), r.value("symbol", ""), b.value("lo", 0), b.value("hi", 0));
+      e["id"] = fmt::format("{} [{} {}..{}]", r.value("id", ""), r.value("symbol", ""), integer_or(b, "lo", 0), integer_or(b, "hi", 0));
       entries.push_back(std::move(e));
     }
   }

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 #include "graph/text.h"
 
@@ -61,7 +62,6 @@ void check_type(const TensorType& t, const std::string& value) {
   // The bytes a tensor spans: (its largest element offset + 1) x element size. Strides are
   // never negative (torch has none), and no tensor on a GPU spans 2^48 bytes (256 TiB): the
   // bound keeps every offset FACT computes (in int64, and in the kernels' index math) exact.
-  constexpr int64_t kMaxSpanBytes = int64_t(1) << 48;
   int64_t last = 0;
   bool empty = false;
   for (size_t i = 0; i < t.shape.size(); ++i) {
@@ -73,9 +73,7 @@ void check_type(const TensorType& t, const std::string& value) {
                   ", stride " + std::to_string(t.strides[i]) + ") spans more than 2^48 elements");
     if (t.shape[i] > 1) last += (t.shape[i] - 1) * t.strides[i];
   }
-  if (!empty && (last + 1) > kMaxSpanBytes / element_size(t.dtype))
-    throw Error("value '" + value + "': spans " + std::to_string(last + 1) + " elements of " +
-                std::to_string(element_size(t.dtype)) + " bytes, more than 2^48 bytes");
+  if (!empty) check_span_bytes(last + 1, int64_t(element_size(t.dtype)), "value '" + value + "'");
 }
 
 // Expected output name: `<node>` for a single tensor output, `<node>.<i>` for tuples.

@@ -21,8 +21,10 @@ bool is_identifier(std::string_view s) {
   return true;
 }
 
+// A size: 1 .. 2^48 (no dimension of a tensor on a GPU passes it, kMaxSpanBytes).
 int64_t positive_int(const json& j, const std::string& path) {
-  if (!j.is_number_integer() || j.get<int64_t>() < 1) throw Error(path + ": expected an integer >= 1, got " + j.dump());
+  if (!j.is_number_integer() || j.get<int64_t>() < 1 || j.get<int64_t>() > kMaxSpanBytes)
+    throw Error(path + ": expected an integer from 1 to 2^48, got " + j.dump());
   return j.get<int64_t>();
 }
 

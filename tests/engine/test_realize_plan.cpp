@@ -84,7 +84,11 @@ TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
                           // Sizes past what a 64-bit extent holds, and past CUTLASS's 32-bit sizes.
                           {{"id", "p4"}, {"rule", "gemm"}, {"problem", problem({{"l", 2}, {"ldd", int64_t(1) << 60}})}},
                           {{"id", "p5"}, {"rule", "gemm"}, {"problem", problem({{"ldb", int64_t(1) << 58}})}},
-                          {{"id", "p6"}, {"rule", "gemm"}, {"problem", problem({{"m", int64_t(1) << 31}})}}}}};
+                          {{"id", "p6"}, {"rule", "gemm"}, {"problem", problem({{"m", int64_t(1) << 31}})}},
+                          // An operand past 2^48 bytes, and an extent past int64 from strides below 2^48.
+                          {{"id", "p7"}, {"rule", "gemm"}, {"problem", problem({{"m", 1 << 20}, {"lda", int64_t(1) << 40}})}},
+                          {{"id", "p8"}, {"rule", "gemm"}, {"problem", problem({{"l", 2147483647}, {"batch_stride_a", int64_t(1) << 48},
+                                                                                {"batch_stride_d", 4096}})}}}}};
   EXPECT_EQ(fact::realize::run_realize(options_for(dir, plan)), 0);
   const json r = json::parse(fact::read_file(dir / "realized.json"));
   auto why = [&](int i) { return r["patterns"][i]["cutlass_unavailable"].get<std::string>(); };
@@ -93,9 +97,12 @@ TEST(RealizePlan, MalformedProblemsAreSkippedWithTheFieldNamed) {
   EXPECT_NE(why(2).find("overlaps D's batches"), std::string::npos) << why(2);
   EXPECT_NE(why(3).find("negative batch stride"), std::string::npos) << why(3);
   EXPECT_NE(why(4).find("M * ldd: overflows int64"), std::string::npos) << why(4);
-  EXPECT_NE(why(5).find("an operand's extent (L-1)*batch_stride + (rows-1)*ld + cols: overflows int64"),
-            std::string::npos) << why(5);
+  EXPECT_NE(why(5).find("plan problem: ldb = 288230376151711744 passes 2^48"), std::string::npos) << why(5);
   EXPECT_NE(why(6).find("M=2147483648 N=64 K=64 L=1: a size exceeds the 32-bit range"), std::string::npos) << why(6);
+  EXPECT_NE(why(7).find("plan problem: A: spans 1152920405095219264 elements of 4 bytes, more than 2^48 bytes"),
+            std::string::npos) << why(7);
+  EXPECT_NE(why(8).find("an operand's extent (L-1)*batch_stride + (rows-1)*ld + cols: overflows int64"),
+            std::string::npos) << why(8);
   fs::remove_all(dir);
 }
 

@@ -70,6 +70,11 @@ TEST(SymbolicGraph, ErrorsNameThePath) {
   j = doc();
   j["symbols"]["B"]["buckets"] = json::array({64, 16});
   EXPECT_NE(error_of([&] { symbolic_from_json(j); }).find("increase strictly"), std::string::npos);
+  // A size past 2^48 (no tensor dimension on a GPU has one; bucket bounds double past it).
+  j = doc();
+  j["symbols"]["B"]["bound"] = int64_t(9223372036854775807);
+  EXPECT_NE(error_of([&] { symbolic_from_json(j); }).find("symbols.B.bound: expected an integer from 1 to 2^48"),
+            std::string::npos);
 }
 
 TEST(SymbolicGraph, StaticReaderTakesVersionOneAndTwoButNotSymbols) {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_format.h"
 #include "compose/compose.h"
 #include "families/attention/codegen.h"
 #include "families/attention/realize.h"
@@ -52,10 +53,10 @@ std::string mask_text(const json& p) {
 }
 
 std::string attention_text(const json& p) {
-  const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
+  const int64_t h = integer_or(p, "heads", 0), kv = std::max<int64_t>(1, integer_or(p, "kv_heads", 1));
   const std::string heads = h == kv ? fmt::format("H={} (MHA)", h) : fmt::format("H={} Hkv={} (GQA {}:1)", h, kv, h / kv);
-  return fmt::format("attention B={} {} Tq={} Tk={} D={} {} mask:{} out:{}", p.value("batch", 0LL), heads,
-                     p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("head_dim", 0LL), p.value("dtype", "?"),
+  return fmt::format("attention B={} {} Tq={} Tk={} D={} {} mask:{} out:{}", integer_or(p, "batch", 0), heads,
+                     integer_or(p, "seq_q", 0), integer_or(p, "seq_k", 0), integer_or(p, "head_dim", 0), p.value("dtype", "?"),
                      mask_text(p), p.value("output_layout", "?"));
 }
 
@@ -137,10 +138,10 @@ class AttentionFamilyDef final : public Family {
       if (m.value("abi", "") != name()) continue;
       const json& p = m.at("problem");
       const json r = compose::find_by_id(realized.at("patterns"), m.value("id", ""));
-      const long long h = p.value("heads", 0LL), kv = std::max(1LL, p.value("kv_heads", 1LL));
+      const int64_t h = integer_or(p, "heads", 0), kv = std::max<int64_t>(1, integer_or(p, "kv_heads", 1));
       s += fmt::format("- {}: mask {}, {} heads{}, head dim {}, Tq x Tk {}x{}, {}, output {} — {}\n", m.value("id", ""),
                        mask_text(p), h, h == kv ? std::string(" (MHA)") : fmt::format(" over {} K/V heads (GQA ratio {})", kv, h / kv),
-                       p.value("head_dim", 0LL), p.value("seq_q", 0LL), p.value("seq_k", 0LL), p.value("dtype", "?"),
+                       integer_or(p, "head_dim", 0), integer_or(p, "seq_q", 0), integer_or(p, "seq_k", 0), p.value("dtype", "?"),
                        p.value("output_layout", "?"), attention_status(m, r));
     }
     return s;

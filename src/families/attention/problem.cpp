@@ -61,6 +61,7 @@ AttentionStrides strides_of(const json& v, const std::string& path) {
   for (int i = 0; i < 3; ++i) {
     *out[i] = integer(v.at(i), path + "[" + std::to_string(i) + "]");
     if (*out[i] < 0) bad(path, "has a negative stride: " + v.dump());
+    if (*out[i] > kMaxSpanBytes) bad(path, "has a stride past 2^48: " + v.dump());
   }
   return s;
 }
@@ -248,13 +249,18 @@ AttentionProblem attention_problem_from_json(const json& j) {
                          std::to_string(p.o.head) + ", " + std::to_string(p.o.row) + ")");
   }
   // What realization sizes buffers by and the cost model counts fits int64 (each throws otherwise).
-  for (int64_t (AttentionProblem::*e)() const : {&AttentionProblem::extent_q, &AttentionProblem::extent_k,
-                                                  &AttentionProblem::extent_v, &AttentionProblem::extent_o,
-                                                  &AttentionProblem::extent_mask})
-    (void)(p.*e)();
-  (void)checked_mul(checked_mul(p.batch, p.heads, "plan problem (attention): B * H * Tq * D"),
-                    checked_mul(p.seq_q, p.head_dim, "plan problem (attention): B * H * Tq * D"),
-                    "plan problem (attention): B * H * Tq * D");
+  const int64_t e = int64_t(dtype_bytes(p.dtype));
+  check_span_bytes(p.extent_q(), e, "plan problem (attention): Q");
+  check_span_bytes(p.extent_k(), e, "plan problem (attention): K");
+  check_span_bytes(p.extent_v(), e, "plan problem (attention): V");
+  check_span_bytes(p.extent_o(), e, "plan problem (attention): O");
+  if (mask_has_tensor(p.mask)) check_span_bytes(p.extent_mask(), int64_t(p.mask_bytes()), "plan problem (attention): the mask");
+  // The vendor path's [B * H, T, D] Q and K/V (K and V repeated per query head).
+  for (int64_t t : {p.seq_q, p.seq_k})
+    check_span_bytes(checked_mul(checked_mul(p.batch, p.heads, "plan problem (attention): B * H * T * D"),
+                                 checked_mul(t, p.head_dim, "plan problem (attention): B * H * T * D"),
+                                 "plan problem (attention): B * H * T * D"),
+                     e, "plan problem (attention): the vendor path's [B * H, T, D] operands");
   (void)attention_kept_pairs(p.seq_q, p.seq_k, p.mask, p.window);
   return p;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "compose/compose.h"
+#include "base/json_format.h"
 #include "engine/kernel_library.h"
 #include "families/family.h"
 #include "families/gemm/codegen.h"
@@ -217,13 +218,13 @@ class GemmFamily final : public Family {
   std::string problem_text(const json& p) const override {
     std::string merged;
     for (const auto& m : p.value("merged", json::array()))
-      merged += fmt::format("{}%{} N={}", merged.empty() ? " merged(" : ", ", m.value("output", "?"), m.value("n", 0));
+      merged += fmt::format("{}%{} N={}", merged.empty() ? " merged(" : ", ", m.value("output", "?"), integer_or(m, "n", 0));
     if (!merged.empty()) merged += ")";
     if (const json& s = p.value("swiglu", json()); s.is_object())  // swiglu.h: silu(gate) * up, H columns
       merged += fmt::format(" swiglu(%{}, %{} H={})", s.value("gate", json::object()).value("output", "?"),
-                            s.value("up", json::object()).value("output", "?"), s.value("hidden", 0));
-    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}{}", p.value("m", 0), p.value("n", 0), p.value("k", 0),
-                       p.value("l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
+                            s.value("up", json::object()).value("output", "?"), integer_or(s, "hidden", 0));
+    return fmt::format("M={} N={} K={} L={} {} A:{} B:{}{}{}", integer_or(p, "m", 0), integer_or(p, "n", 0), integer_or(p, "k", 0),
+                       integer_or(p, "l", 1), p.value("dtype_a", "?"), p.value("layout_a", "?"), p.value("layout_b", "?"),
                        p.contains("bias") && !p.at("bias").is_null() ? " +bias[" + p.at("bias").get<std::string>() + "]" : "",
                        merged);
   }

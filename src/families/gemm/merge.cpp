@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_format.h"
 #include "discover/canonical/passes.h"
 #include "families/gemm/swiglu_merge.h"
 
@@ -27,10 +28,10 @@ std::string operand(const Pattern& p, const std::string& role) {
 // Why `p` cannot be merged at all ("" when it can).
 std::string alone(const graph::GraphIndex& g, const Pattern& p) {
   if (p.epilogue) return "it has an epilogue of its own";
-  if (p.problem.value("l", 1) != 1) return "it is batched";
+  if (integer_or(p.problem, "l", 1) != 1) return "it is batched";
   if (p.problem.value("bias", nlohmann::ordered_json()) == "m")
     return "its bias is a column along M (one GEMM adds one bias per row, not one per member)";
-  if (p.problem.value("layout_b", "") != "col" || p.problem.value("ldb", 0) != p.problem.value("k", -1))
+  if (p.problem.value("layout_b", "") != "col" || integer_or(p.problem, "ldb", 0) != integer_or(p.problem, "k", -1))
     return "its B is not a [N, K] weight read in place (layout_b col, ldb = K)";
   const graph::Placeholder* b = g.placeholder(operand(p, "b"));
   if (!b || b->kind == graph::PlaceholderKind::user_input) return "its B is not a parameter (concatenated once at load)";
@@ -68,7 +69,7 @@ std::string read_by_pattern(const graph::GraphIndex& g, const std::string& value
 // the output becomes a view with row stride N, so a `view` that splits the last dim stays
 // a view, but one whose trailing dims do not multiply to N_i exactly would cross rows.
 std::string view_crosses_rows(const graph::GraphIndex& g, const Pattern& p) {
-  const int64_t ni = p.problem.value("n", int64_t(0));
+  const int64_t ni = integer_or(p.problem, "n", 0);
   for (const graph::Node* u : g.users(p.output)) {
     if (u->op != "aten.view.default" && u->op != "aten._unsafe_view.default") continue;
     if (u->outputs.empty() || !u->outputs[0].type) continue;
@@ -97,7 +98,7 @@ void merge_into(const graph::GraphIndex& g, Pattern& first, std::vector<const Pa
   for (size_t i = 0; i < members.size(); ++i) {
     const Pattern& p = *members[i];
     const std::string suffix = i ? std::to_string(i) : "", bias = operand(p, "bias");
-    const int64_t ni = p.problem.value("n", int64_t(0));
+    const int64_t ni = integer_or(p.problem, "n", 0);
     merged.push_back({{"output", p.output}, {"b", operand(p, "b")},
                       {"bias", bias.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(bias)},
                       {"n", ni}, {"offset", n}});

@@ -117,10 +117,14 @@ GemmProblem gemm_problem_from_json(const nlohmann::json& j) {
                 " overlaps D's batches (M * ldd = " + std::to_string(d_batch) + ")");
   }
   if (p.l == 1) p.batch_stride_a = p.batch_stride_b = p.batch_stride_d = 0;  // unused
-  // What realization sizes buffers and counts elements by fits int64 (throws otherwise).
-  (void)p.extent_a();
-  (void)p.extent_b();
-  (void)p.extent_d();
+  // No stride or operand past 2^48 bytes: what realization and the space compute from them
+  // (extents, byte offsets, alignments) stays exact in int64 (throws otherwise).
+  for (auto [name, v] : {std::pair{"lda", p.lda}, {"ldb", p.ldb}, {"ldd", p.ldd}, {"batch_stride_a", p.batch_stride_a},
+                         {"batch_stride_b", p.batch_stride_b}, {"batch_stride_d", p.batch_stride_d}})
+    check_below_span(v, std::string("plan problem: ") + name);
+  check_span_bytes(p.extent_a(), int64_t(dtype_bytes(p.dtype_a)), "plan problem: A");
+  check_span_bytes(p.extent_b(), int64_t(dtype_bytes(p.dtype_b)), "plan problem: B");
+  check_span_bytes(p.extent_d(), int64_t(dtype_bytes(p.dtype_d)), "plan problem: D");
   (void)checked_mul(checked_mul(p.m, p.n, "plan problem: M * N * L"), p.l, "plan problem: M * N * L");
   return p;
 }

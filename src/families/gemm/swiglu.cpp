@@ -46,8 +46,10 @@ SwigluProblem swiglu_problem_from_json(const nlohmann::json& j) {
     refuse("operands: A must be row-major and B the [2H, K] interleaved weight (column-major, ldb = K)");
   if (p.ldd < p.hidden) refuse(fmt::format("ldd {} < hidden {}", p.ldd, p.hidden));
   // The output's extent, (M - 1) * ldd + hidden, which realization sizes a buffer by.
-  (void)checked_add(checked_mul(g.m - 1, p.ldd, "plan problem: SwiGLU output extent"), p.hidden,
-                    "plan problem: SwiGLU output extent");
+  check_below_span(p.ldd, "plan problem: SwiGLU ldd");
+  check_span_bytes(checked_add(checked_mul(g.m - 1, p.ldd, "plan problem: SwiGLU output extent"), p.hidden,
+                               "plan problem: SwiGLU output extent"),
+                   int64_t(dtype_bytes(g.dtype_d)), "plan problem: SwiGLU output");
   return p;
 }
 

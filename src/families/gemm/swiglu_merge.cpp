@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/json_format.h"
 #include "families/gemm/swiglu_layout.h"
 
 namespace fact::discover::rules {
@@ -50,12 +51,12 @@ std::string why_not(const graph::GraphIndex& graph, const Pattern& g, const Patt
     if (g.problem.value(f, Json()) != u->problem.value(f, Json()))
       return fmt::format("{} {} (up: {})", f, g.problem.value(f, Json()).dump(), u->problem.value(f, Json()).dump());
   const Json& p = g.problem;
-  if (p.value("l", 1) != 1) return "it is batched";
+  if (integer_or(p, "l", 1) != 1) return "it is batched";
   if (!p.value("bias", Json()).is_null()) return "the projections have a bias";
   if (p.value("alpha", 1.0) != 1.0 || p.value("beta", 0.0) != 0.0) return "alpha or beta is not 1 and 0";
-  if (p.value("layout_a", "") != "row" || p.value("layout_b", "") != "col" || p.value("ldb", 0) != p.value("k", -1))
+  if (p.value("layout_a", "") != "row" || p.value("layout_b", "") != "col" || integer_or(p, "ldb", 0) != integer_or(p, "k", -1))
     return "A is not row-major or the weights are not [H, K] linear weights (layout_b col, ldb = K)";
-  const int64_t h = p.value("n", int64_t(0));
+  const int64_t h = integer_or(p, "n", 0);
   if (h % realize::kSwigluInterleave)
     return fmt::format("H = {} is not a multiple of {} (the interleave)", h, realize::kSwigluInterleave);
   for (const Pattern* q : {&g, u}) {
@@ -68,7 +69,7 @@ std::string why_not(const graph::GraphIndex& graph, const Pattern& g, const Patt
 
 void merge_into(const graph::GraphIndex& graph, Pattern& g, const Pattern& u) {
   const Epilogue e = *g.epilogue;
-  const int64_t h = g.problem.value("n", int64_t(0));
+  const int64_t h = integer_or(g.problem, "n", 0);
   std::map<std::string, size_t> position;
   for (size_t i = 0; i < graph.graph().nodes.size(); ++i) position[graph.graph().nodes[i].name] = i;
   std::vector<std::string> nodes = g.nodes;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/json_format.h"
 #include "engine/embedded_templates.h"
 
 using nlohmann::json;
@@ -37,7 +38,7 @@ bool same_config(const GemmConfig& a, const GemmConfig& b) {
 
 std::vector<VettedExample> parse_vetted(const std::string& text) {
   const json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || doc.value("format", "") != "fact.vetted" || doc.value("version", 0) != 1) {
+  if (doc.is_discarded() || doc.value("format", "") != "fact.vetted" || integer_or(doc, "version", 0) != 1) {
     throw Error("vetted examples: not a fact.vetted version 1 document");
   }
   std::vector<VettedExample> out;

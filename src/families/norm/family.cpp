@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/json_format.h"
 #include "families/family.h"
 #include "families/norm/codegen.h"
 #include "families/norm/rule.h"
@@ -58,7 +59,7 @@ std::string norm_text(const json& p) {
   if (p.value("weight", false)) extras += " +weight";
   if (p.value("bias", false)) extras += " +bias";
   return fmt::format("{} rows={} cols={} {}->{}{}", p.value("norm", "?") == "layer" ? "layernorm" : "rmsnorm",
-                     p.value("rows", 0LL), p.value("cols", 0LL), p.value("dtype", "?"), p.value("out_dtype", "?"), extras);
+                     integer_or(p, "rows", 0), integer_or(p, "cols", 0), p.value("dtype", "?"), p.value("out_dtype", "?"), extras);
 }
 
 class NormFamily final : public Family {

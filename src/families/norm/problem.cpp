@@ -1,6 +1,7 @@
 #include "families/norm/problem.h"
 
 #include <cmath>
+#include <limits>
 
 #include "base/checked_int.h"
 #include "base/error.h"
@@ -20,9 +21,11 @@ const json& field(const json& j, const char* key) {
   return j.at(key);
 }
 
+// A size: 1 .. 2^31 - 1 (the kernels count rows and columns in 32 bits).
 int64_t positive(const json& j, const char* key) {
   const json& v = field(j, key);
-  if (!v.is_number_integer() || v.get<int64_t>() <= 0) bad(std::string("\"") + key + "\" must be a positive integer, got " + v.dump());
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
+    bad(std::string("\"") + key + "\" must be an integer from 1 to 2^31 - 1, got " + v.dump());
   return v.get<int64_t>();
 }
 
@@ -42,14 +45,15 @@ DType io(const json& j, const char* key) {
   }
 }
 
-int64_t stride(const json& s, const char* key, int64_t rows, int64_t cols) {
+int64_t stride(const json& s, const char* key, int64_t rows, int64_t cols, DType dtype) {
   const json& v = field(s, key);
   if (!v.is_number_integer()) bad(std::string("strides.") + key + " must be an integer, got " + v.dump());
   const int64_t st = v.get<int64_t>();
   if (rows > 1 && st < cols) bad(std::string("strides.") + key + " " + std::to_string(st) + " is below cols " + std::to_string(cols) + ": rows would overlap");
   // The operand's extent, (rows - 1) * stride + cols, which realization sizes buffers by.
-  const std::string what = std::string("norm problem: the extent of ") + key + ", (rows - 1) * stride + cols";
-  (void)checked_add(checked_mul(rows - 1, st, what), cols, what);
+  const std::string what = std::string("norm problem: strides.") + key;
+  check_below_span(st, what);
+  check_span_bytes(checked_add(checked_mul(rows - 1, st, what), cols, what), int64_t(dtype_bytes(dtype)), what);
   return st;
 }
 
@@ -84,8 +88,8 @@ NormProblem norm_problem_from_json(const json& j) {
   }
   const json& s = field(j, "strides");
   if (!s.is_object()) bad("\"strides\" must be an object");
-  p.x_stride = stride(s, "x", p.rows, p.cols);
-  if (p.residual) p.residual_stride = stride(s, "residual", p.rows, p.cols);
+  p.x_stride = stride(s, "x", p.rows, p.cols, p.dtype);
+  if (p.residual) p.residual_stride = stride(s, "residual", p.rows, p.cols, p.dtype);
   else if (!field(s, "residual").is_null()) bad("strides.residual must be null without a residual");
   if (j.contains("form")) {
     if (!j.at("form").is_string()) bad("\"form\" must be a string");

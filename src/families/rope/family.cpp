@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.h"
+#include "base/json_format.h"
 #include "engine/library_candidate.h"
 #include "families/family.h"
 #include "families/rope/codegen.h"
@@ -48,8 +49,8 @@ class RopePattern final : public PatternRealization {
 std::string rope_text(const json& p) {
   const json dims = p.value("dims", json::array());
   std::string shape;
-  for (const auto& d : dims) shape += std::to_string(d.get<int64_t>()) + "x";
-  return fmt::format("rope {} [{}{}] {}", p.value("form", "?"), shape, p.value("head_dim", 0LL), p.value("dtype", "?"));
+  for (const auto& d : dims) shape += (d.is_number_integer() ? std::to_string(d.get<int64_t>()) : d.dump()) + "x";
+  return fmt::format("rope {} [{}{}] {}", p.value("form", "?"), shape, integer_or(p, "head_dim", 0), p.value("dtype", "?"));
 }
 
 class RopeFamily final : public Family {

@@ -1,8 +1,10 @@
 #include "families/rope/problem.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
+#include "base/checked_int.h"
 #include "base/error.h"
 
 using nlohmann::json;
@@ -28,6 +30,7 @@ RopeStrides strides(const json& s, const char* key) {
     if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0)
       bad(std::string("strides.") + key + " must be three integers >= 0, got " + v.dump());
     out[i] = v[i].get<int64_t>();
+    check_below_span(out[i], std::string("rope problem: strides.") + key + "[" + std::to_string(i) + "]");
   }
   return out;
 }
@@ -90,7 +93,9 @@ RopeProblem rope_problem_from_json(const json& j) {
   if (!one_to_one(p, p.out)) bad("strides.out " + s.at("out").dump() + " map two output elements to one address");
   // What realization sizes buffers and launches by fits int64 (each throws otherwise).
   (void)checked_mul(p.rows(), p.head_dim, "rope problem: rows * head_dim");
-  for (const RopeStrides* st : {&p.x, &p.cos, &p.sin, &p.out}) (void)p.extent(*st);
+  for (auto [name, st, dtype] : {std::tuple{"x", &p.x, p.dtype}, {"cos", &p.cos, p.dtype}, {"sin", &p.sin, p.dtype},
+                                 {"out", &p.out, p.out_dtype}})
+    check_span_bytes(p.extent(*st), int64_t(dtype_bytes(dtype)), std::string("rope problem: ") + name);
   return p;
 }
 

@@ -125,22 +125,30 @@ TEST(AttentionProblem, SizesPastTheKernelsRangeOrInt64AreRefused) {
   };
   expect(mingpt({{"seq_q", int64_t(1) << 31}}),
          "field 'seq_q' = 2147483648 exceeds 2^31 - 1, the 32-bit range the attention kernels index with");
-  EXPECT_EQ(error_of(mingpt({{"batch", (int64_t(1) << 31) - 1}, {"strides", mingpt()["strides"]}})), "")
-      << "the largest size is read (its extents fit)";
-  json j = mingpt();
-  j["strides"]["k"] = {int64_t(1) << 62, 96, 1152};  // (B - 1) * 2^62 + ... fits; x 2 batches would not
-  j["batch"] = 3;
-  expect(j, "an operand's extent: overflows int64");
-  j = mingpt();
-  j["strides"]["o"] = {int64_t(1) << 62, int64_t(1) << 60, 384};  // 3 batches 2^62 apart
-  j["batch"] = 3;
-  expect(j, "the span of O: overflows int64");
-  // B, H and Tq at 2^31 - 1 with Q, K and V broadcast: O alone spans past int64.
   const int64_t n = 2147483647;
-  json big = mingpt({{"batch", n}, {"heads", n}, {"kv_heads", 1}, {"seq_q", n}, {"seq_k", 1}, {"head_dim", 1},
-                     {"mask", "none"}});
-  big["strides"] = {{"q", {0, 0, 1}}, {"k", {0, 0, 1}}, {"v", {0, 0, 1}}, {"o", {n * n, n, 1}}, {"mask", nullptr}};
-  expect(big, "the span of O: overflows int64");
+  json j = mingpt();
+  j["strides"]["k"] = {int64_t(1) << 49, 96, 1152};
+  expect(j, "field 'strides.k' has a stride past 2^48");
+  // Sizes below 2^31 and strides below 2^48 whose extent passes int64: K's batches 2^48 apart.
+  j = mingpt({{"batch", n}});
+  j["strides"]["q"] = {0, 96, 1152};  // Q broadcast over the batch
+  j["strides"]["k"] = {int64_t(1) << 48, 96, 1152};
+  expect(j, "an operand's extent: overflows int64");
+  j = mingpt({{"batch", n}});
+  j["strides"]["o"] = {int64_t(1) << 48, int64_t(1) << 40, 384};  // O's span passes int64
+  expect(j, "the span of O: overflows int64");
+  j = mingpt({{"batch", 64}});
+  j["strides"]["o"] = {int64_t(1) << 42, 96, 384};  // 63 batches 2^42 elements apart: 2^50 bytes
+  expect(j, "plan problem (attention): O: spans 277076930248704 elements of 4 bytes, more than 2^48 bytes");
+  // One query row per head of 2^31 - 1 heads, one K/V head of 2^31 - 1 keys: every operand
+  // fits, but the vendor path's K repeated per query head would be 2^68 elements.
+  json wide = mingpt({{"heads", n}, {"kv_heads", 1}, {"seq_q", 1}, {"seq_k", n}, {"head_dim", 64}, {"mask", "none"}});
+  wide["strides"] = {{"q", {n * 64, 64, 64}}, {"k", {n * 64, 0, 64}}, {"v", {n * 64, 0, 64}}, {"o", {n * 64, 64, 64}},
+                     {"mask", nullptr}};
+  expect(wide, "B * H * T * D: overflows int64");
+  // The largest size is read where every extent fits: one head of 2^31 - 1 keys.
+  wide["heads"] = 1;
+  EXPECT_EQ(error_of(wide), "");
 }
 
 TEST(AttentionProblem, SpelledExtrasAreReadAndChecked) {

@@ -62,7 +62,8 @@ TEST(Swiglu, RefusesWhatTheKernelsDoNotComputeNamingIt) {
   refused("ldd", 9000, "ldd 9000 < hidden 9728");
   refused("swiglu.hidden", "9728", "field 'hidden' must be an integer, got \"9728\"");
   refused("swiglu.interleave", 8.5, "field 'interleave' must be an integer, got 8.5");
-  refused("ldd", int64_t(1) << 50, "SwiGLU output extent: overflows int64");
+  refused("ldd", int64_t(1) << 50, "SwiGLU ldd = 1125899906842624 passes 2^48");
+  refused("ldd", int64_t(1) << 40, "SwiGLU output: spans");  // M - 1 rows 2^40 apart
 }
 
 TEST(Swiglu, FamiliesReadTheOperandsAsGivenAndTheSpaceIsPersistent) {

@@ -48,13 +48,22 @@ TEST(NormProblem, NamesTheBadField) {
   j.erase("eps");
   EXPECT_THROW(norm_problem_from_json(j), Error);
   j = llama_ffn_norm();
-  j["strides"]["residual"] = int64_t(1) << 50;  // 32767 rows apart by 2^50: past int64
-  try {
-    norm_problem_from_json(j);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "norm problem: the extent of residual, (rows - 1) * stride + cols: overflows int64");
-  }
+  auto error_of = [](const nlohmann::json& bad) -> std::string {
+    try {
+      norm_problem_from_json(bad);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  j["strides"]["residual"] = int64_t(1) << 50;
+  EXPECT_EQ(error_of(j), "norm problem: strides.residual = 1125899906842624 passes 2^48");
+  j = llama_ffn_norm();
+  j["strides"]["x"] = int64_t(1) << 40;  // 32767 rows 2^40 apart: 2^56 bytes
+  EXPECT_EQ(error_of(j), "norm problem: strides.x: spans 36027697507340288 elements of 2 bytes, more than 2^48 bytes");
+  j = llama_ffn_norm();
+  j["rows"] = int64_t(1) << 31;
+  EXPECT_EQ(error_of(j), "norm problem: \"rows\" must be an integer from 1 to 2^31 - 1, got 2147483648");
 }
 
 TEST(NormSpace, PrunedByTheRowLengthAndRankedWithinTheBudget) {

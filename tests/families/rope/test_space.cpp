@@ -59,7 +59,10 @@ TEST(RopeProblem, NamesTheBadField) {
   // Sizes whose extent or row count a 64-bit integer does not hold.
   j = llama_rope_q("float32");
   j["strides"]["cos"] = {0, 0, int64_t(1) << 60};
-  EXPECT_EQ(error_of(j), "rope problem: extent: overflows int64");
+  EXPECT_EQ(error_of(j), "rope problem: strides.cos[2] = 1152921504606846976 passes 2^48");
+  j = llama_rope_q("float32");
+  j["strides"]["cos"] = {0, 0, int64_t(1) << 40};  // 2047 rows 2^40 apart
+  EXPECT_EQ(error_of(j), "rope problem: cos: spans 2250700302057600 elements of 4 bytes, more than 2^48 bytes");
   j = llama_rope_q("float32");
   j["dims"] = {int64_t(1) << 40, 1, 1};
   EXPECT_NE(error_of(j).find("overflows int64"), std::string::npos) << error_of(j);
