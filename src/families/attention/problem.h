@@ -123,6 +123,8 @@ AttentionKeyRange attention_tile_keys(const AttentionProblem& p, int64_t q0, int
 /// mask prologue). O's strides must
 /// not make two of its elements share memory, and Q/K/V rows must not overlap (row stride
 /// >= head_dim). Throws fact::Error naming the missing or bad field.
+/// Sizes past 2^31 - 1, strides past 2^48 elements, an operand past
+/// 2^48 bytes (kMaxSpanBytes) and an extent past int64 are refused the same way.
 AttentionProblem attention_problem_from_json(const nlohmann::json& j);
 
 /// True when `layout` names an order of b, h and t followed by d ("bhtd", "bthd", "tbhd",

@@ -42,7 +42,8 @@ struct GemmProblem {
 
 /// Reads a plan pattern's "problem" object. Throws fact::Error naming the missing or bad
 /// field (only kind "gemm", bias null or "n", and dtype_acc absent or "float32" are realized
-/// by this family).
+/// by this family). M, N, K or L past 2^31 - 1, strides past 2^48 elements, an operand past
+/// 2^48 bytes (kMaxSpanBytes) and an extent past int64 are refused the same way.
 GemmProblem gemm_problem_from_json(const nlohmann::json& j);
 
 /// Attaches a plan pattern's "epilogue" object (discovery's tail: "tree", "broadcast") to

@@ -41,7 +41,8 @@ std::string norm_kind_name(NormKind k);
 /// number >= 0), weight, bias, residual (booleans), sum_output (a value name or null; only
 /// with a residual), strides {"x": integer >= cols (or any for one row), "residual": the same
 /// with a residual, else null} and form (a string). Throws fact::Error naming the missing or
-/// bad field.
+/// bad field. Rows or cols past 2^31 - 1, a stride past 2^48 elements and an operand past
+/// 2^48 bytes (kMaxSpanBytes) are refused the same way.
 NormProblem norm_problem_from_json(const nlohmann::json& j);
 
 }  // namespace fact::realize

@@ -51,7 +51,9 @@ std::string rope_form_name(RopeForm f);
 /// "bfloat16" | "float16"), optionally out_dtype (dtype when absent; "bfloat16" or "float16"
 /// with a float32 dtype) and strides {"x", "cos", "sin", "out"}: three integers >= 0 each;
 /// out's must map the [n0, n1, n2, head_dim] elements one to one (no two elements at one
-/// address). Throws fact::Error naming the missing or bad field.
+/// address). Throws fact::Error naming the missing or bad field. A stride past 2^48
+/// elements, an operand past 2^48 bytes (kMaxSpanBytes) and rows x head_dim past int64 are
+/// refused the same way.
 RopeProblem rope_problem_from_json(const nlohmann::json& j);
 
 }  // namespace fact::realize
