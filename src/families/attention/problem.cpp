@@ -255,12 +255,12 @@ AttentionProblem attention_problem_from_json(const json& j) {
   check_span_bytes(p.extent_v(), e, "plan problem (attention): V");
   check_span_bytes(p.extent_o(), e, "plan problem (attention): O");
   if (mask_has_tensor(p.mask)) check_span_bytes(p.extent_mask(), int64_t(p.mask_bytes()), "plan problem (attention): the mask");
-  // The vendor path's [B * H, T, D] Q and K/V (K and V repeated per query head).
-  for (int64_t t : {p.seq_q, p.seq_k})
-    check_span_bytes(checked_mul(checked_mul(p.batch, p.heads, "plan problem (attention): B * H * T * D"),
-                                 checked_mul(t, p.head_dim, "plan problem (attention): B * H * T * D"),
-                                 "plan problem (attention): B * H * T * D"),
-                     e, "plan problem (attention): the vendor path's [B * H, T, D] operands");
+  // The vendor path's [B * H, Tk, D] K and V (repeated per query head); its [B * H, Tq, D] Q
+  // has O's element count, which O's extent bounds (its elements are distinct, above).
+  check_span_bytes(checked_mul(checked_mul(p.batch, p.heads, "plan problem (attention): B * H * T * D"),
+                               checked_mul(p.seq_k, p.head_dim, "plan problem (attention): B * H * T * D"),
+                               "plan problem (attention): B * H * T * D"),
+                   e, "plan problem (attention): the vendor path's [B * H, T, D] operands");
   (void)attention_kept_pairs(p.seq_q, p.seq_k, p.mask, p.window);
   return p;
 }

@@ -1,7 +1,5 @@
 #include "families/attention/space_sm90.h"
 
-#include "families/attention/key_sums.h"
-
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -11,6 +9,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "families/attention/key_sums.h"
 
 namespace fact::realize {
 

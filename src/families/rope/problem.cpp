@@ -91,8 +91,8 @@ RopeProblem rope_problem_from_json(const json& j) {
   p.sin = strides(s, "sin");
   p.out = strides(s, "out");
   if (!one_to_one(p, p.out)) bad("strides.out " + s.at("out").dump() + " map two output elements to one address");
-  // What realization sizes buffers and launches by fits int64 (each throws otherwise).
-  (void)checked_mul(p.rows(), p.head_dim, "rope problem: rows * head_dim");
+  // What realization sizes buffers and launches by fits int64 (each throws otherwise); out's
+  // extent bounds rows * head_dim too, its elements having distinct addresses (one_to_one).
   for (auto [name, st, dtype] : {std::tuple{"x", &p.x, p.dtype}, {"cos", &p.cos, p.dtype}, {"sin", &p.sin, p.dtype},
                                  {"out", &p.out, p.out_dtype}})
     check_span_bytes(p.extent(*st), int64_t(dtype_bytes(dtype)), std::string("rope problem: ") + name);
