@@ -76,6 +76,15 @@ class BackendOptions:
         buckets: symbol (Dynamo's name, ``"s77"``) -> the bucket upper bounds realization
             tunes for it (docs/04, "Buckets"); others get powers of two.
         bucket_bound: the largest bucket of the powers of two (default 4096).
+        remainder: ``"inductor"``: FACT's module is compiled by Inductor (its kernels opaque
+            custom ops), and a subgraph FACT leaves is compiled by Inductor alone;
+            ``"aten"``: the module runs op by op and a subgraph FACT leaves runs as Dynamo
+            gave it (:mod:`fact.remainder`).
+        measure: with ``"inductor"``, time FACT+Inductor against Inductor alone on the
+            example inputs, ablate the kernel patterns, and keep the faster
+            (:mod:`fact.composition`); off, FACT+Inductor is used unmeasured.
+        ablation_budget_s: seconds the ablation may take (``None``: no bound; 0: only
+            FACT+Inductor against Inductor alone).
     """
 
     precision: str | None = None
@@ -90,17 +99,27 @@ class BackendOptions:
     verify: bool = True
     buckets: dict[str, list[int]] | None = None
     bucket_bound: int | None = None
+    remainder: str = "inductor"
+    measure: bool = True
+    ablation_budget_s: float | None = 120.0
 
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> "BackendOptions":
-        """Raises ValueError: an option this backend does not have (the message lists them)."""
+        """Raises ValueError: an option this backend does not have (the message lists
+        them), or a ``remainder`` that is not one of :data:`fact.remainder.REMAINDERS`."""
+        from fact.remainder import check_remainder
         options = dict(options or {})
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(f"fact backend: unknown option{'s' if len(unknown) > 1 else ''} "
                              f"{', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        return cls(**options)
+        opts = cls(**options)
+        try:
+            check_remainder(opts.remainder)
+        except ValueError as exc:
+            raise ValueError(f"fact backend: {exc}") from None
+        return opts
 
 
 # ------------------------------------------------------------------ the graph's inputs
@@ -227,7 +246,21 @@ def scope_problem(example_inputs: Sequence[Any]) -> tuple[str, str]:
     return ("", "")
 
 
-def _as_is(gm: torch.fx.GraphModule, key: str, message: str) -> Callable:
+def inductor_alone(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    """``gm`` compiled by Inductor alone, as ``torch.compile(backend="inductor")`` would
+    compile this subgraph (``torch._inductor.compile_fx.compile_fx``)."""
+    from torch._inductor.compile_fx import compile_fx
+    return compile_fx(gm, list(example_inputs))
+
+
+def _as_is(gm: torch.fx.GraphModule, key: str, message: str,
+           example_inputs: Sequence[Any] | None = None,
+           opts: BackendOptions | None = None) -> Callable:
+    """A subgraph FACT leaves: compiled by Inductor alone (``remainder="inductor"``, when
+    ``example_inputs`` are given), else run as Dynamo gave it; said once per ``key``."""
+    if example_inputs is not None and opts is not None and opts.remainder == "inductor":
+        warn_once(f"backend:{key}", f"fact backend: {message}; Inductor compiles the graph")
+        return inductor_alone(gm, example_inputs)
     warn_once(f"backend:{key}", f"fact backend: {message}; the graph runs as Dynamo gave it")
     return gm.forward
 
@@ -264,7 +297,7 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     opts = BackendOptions.parse(options)
     key, message = scope_problem(example_inputs)
     if key:
-        return _as_is(gm, key, message)
+        return _as_is(gm, key, message, example_inputs, opts)
     from torch._subclasses.fake_tensor import is_fake
     if any(isinstance(x, torch.Tensor) and is_fake(x) for x in example_inputs):
         return _Deferred(gm, opts)
@@ -283,7 +316,8 @@ class _Deferred:
     def __call__(self, *args: Any) -> Any:
         if self.fn is None:
             key, message = scope_problem(args)
-            self.fn = _as_is(self.gm, key, message) if key else _build(self.gm, args, self.opts)
+            self.fn = (_as_is(self.gm, key, message, args, self.opts) if key
+                       else _build(self.gm, args, self.opts))
         return self.fn(*args)
 
 
@@ -299,22 +333,27 @@ def _build(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     try:
         return _compile(gm, example_inputs, opts)
     except NothingMatched as exc:
-        logger.info("fact backend: a subgraph of %d nodes runs as Dynamo gave it: %s",
+        logger.info("fact backend: a subgraph of %d nodes has no FACT pattern: %s",
                     len(gm.graph.nodes), exc)
+        if opts.remainder == "inductor":
+            return inductor_alone(gm, example_inputs)
         return gm.forward
     except GpuRequired as exc:
-        return _as_is(gm, "no-gpu", f"{str(exc).splitlines()[0]}")
+        return _as_is(gm, "no-gpu", f"{str(exc).splitlines()[0]}", example_inputs, opts)
     except (ExportError, FactcError, ArtifactError, Float64ReferenceError, OSError) as exc:
         # Said once per distinct error: another subgraph's other error is said too.
-        return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}")
+        return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}",
+                      example_inputs, opts)
 
 
 def _writes(program: torch.export.ExportedProgram) -> str:
-    """The in-place ops and mutated inputs of an exported program, named ("" when none)."""
-    names = sorted({str(n.target) for n in program.graph.nodes if n.op == "call_function"
-                    and isinstance(n.target, torch._ops.OpOverload)
-                    and n.target._schema.is_mutable})
-    names += sorted({s.kind.name.lower() for s in program.graph_signature.output_specs
+    """The inputs, parameters and buffers an exported (functionalized,
+    :func:`fact.export.functionalized`) program writes, and any in-place op left, named
+    ("" when none). In-place ops on intermediates were functionalized away at export."""
+    from fact.export import in_place_ops
+    names = in_place_ops(program)
+    names += sorted({f"{s.kind.name.lower()} of {s.target}"
+                     for s in program.graph_signature.output_specs
                      if s.kind.name != "USER_OUTPUT"})
     return ", ".join(names)
 
@@ -351,7 +390,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     try:
         lifted = _Lifted(gm, example_inputs)
     except ValueError as exc:
-        return _as_is(gm, "dynamic", f"dynamic shapes: {exc}")
+        return _as_is(gm, "dynamic", f"dynamic shapes: {exc}", example_inputs, opts)
     user = lifted.user_inputs(example_inputs)
     # Outside Dynamo's tracing and compile contexts: the guards torch.export makes for a
     # dynamic dim (on its own frame's locals) must not join the guards of Dynamo's frame.
@@ -362,7 +401,8 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         # Checked before anything runs: verification would run the graph, and its writes,
         # again (e.g. BatchNorm's running statistics in training mode).
         return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
-                      f"FACT compiles graphs without side effects (inference)")
+                      f"FACT compiles graphs without side effects (inference)", example_inputs,
+                      opts)
     graph = graph_from_program(program, name="Subgraph", buckets=opts.buckets)
     if opts.bucket_bound is not None:
         for sym in (graph.get("symbols") or {}).values():
@@ -392,16 +432,93 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
         if not result.get("kept", True):
             logger.info("fact backend: subgraph %s: %s runs its ATen nodes (%.4g ms against "
                         "the kernel's %.4g)", key, pid, result["aten_ms"], result["kernel_ms"])
+    module.set_remainder(opts.remainder)
     if opts.verify:
         checks = verify(module, lifted, user, policy)
         if not checks["fact"].ok:
             return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
-                          f"float64 ({checks['fact'].reason})")
+                          f"float64 ({checks['fact'].reason})", example_inputs, opts)
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
-    from fact.runtime import kernel_patterns
-    kernels = len(kernel_patterns(module.manifest))
-    logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s)", key,
-                len((module.manifest or {}).get("patterns", [])), kernels)
     returned = out_node.args[0]
-    return _Compiled(module, lifted, type(returned) if isinstance(returned, (tuple, list))
-                     else None, policy)
+    structure = type(returned) if isinstance(returned, (tuple, list)) else None
+    from fact.runtime import kernel_patterns
+    disabled = [pid for pid, b in module.bindings.items() if b.disabled_reason]
+    if disabled and opts.remainder == "inductor":  # their ATen nodes, fused by Inductor
+        module = module.handing_back(disabled, "its ATen nodes measured faster (ATen check)")
+    compiled = _Compiled(module, lifted, structure, policy)
+    if opts.remainder == "inductor" and opts.measure:
+        chosen = _measured(gm, example_inputs, compiled, work, opts)
+        if chosen is not None:
+            return chosen
+    kernels = len(kernel_patterns(module.manifest))
+    logger.info("fact backend: subgraph %s: %d pattern(s), %d FACT kernel(s), remainder %s",
+                key, len((module.manifest or {}).get("patterns", [])), kernels, opts.remainder)
+    return compiled
+
+
+#: The measured composition of a subgraph, in its folder (read back on a later compile).
+COMPOSITION_FILE = "composition.json"
+
+
+def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled: "_Compiled",
+              work: str, opts: BackendOptions) -> Callable[..., Any] | None:
+    """The measured composition of one subgraph (:mod:`fact.composition`): Inductor alone
+    when it measured faster, else the FACT module with the groups the ablation dropped
+    handed back (``compiled`` itself when none were). The decision is written to
+    ``<work>/composition.json`` and, on a later compile of the same subgraph, read back
+    instead of timed again. ``None``: keep ``compiled``."""
+    from fact.bench import time_variants
+    from fact.composition import HANDED_BACK, Composition, compose, pattern_groups
+    from fact.runtime import kernel_patterns
+    module, path = compiled.module, os.path.join(work, COMPOSITION_FILE)
+    ids = [p["id"] for p in kernel_patterns(module.manifest)]
+    decision = None
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                decision = Composition.from_json(json.load(f))
+        except (OSError, ValueError) as exc:
+            logger.info("fact backend: %s unreadable (%s); measuring again", path, exc)
+    from fact.precision import fact_precision
+    alone_fn = None
+
+    concrete = [int(x.node.hint) if isinstance(x, torch.SymInt) else x for x in example_inputs]
+
+    def alone() -> Any:  # Inductor alone, compiled on first use, under the same policy
+        nonlocal alone_fn
+        if alone_fn is None:
+            alone_fn = inductor_alone(gm, example_inputs)
+        with fact_precision(compiled.policy):
+            return alone_fn(*concrete)
+
+    if decision is None:
+        def build(dropped: Sequence[str]) -> Callable[[], Any]:
+            variant = compiled if not dropped else _Compiled(
+                module.handing_back(dropped, HANDED_BACK), compiled.lifted,
+                compiled.structure, compiled.policy)
+            variant(*concrete)  # compiled here, not in the timing
+            return lambda: variant(*concrete)
+
+        alone()
+        decision = compose(build, alone, pattern_groups(
+            kernel_patterns(module.manifest)),
+            lambda runners: {k: t.median_ms for k, t in time_variants(runners).items()},
+            opts.ablation_budget_s)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(decision.to_json(), f, indent=1)
+        except OSError as exc:
+            logger.info("fact backend: could not write %s: %s", path, exc)
+    logger.info("fact backend: %s: FACT+Inductor %.4g ms, Inductor alone %.4g ms (first); "
+                "%.4g / %.4g ms after the ablation (%d of %d kernel patterns handed back, "
+                "%.1f s): %s", os.path.basename(work), decision.fact_ms, decision.inductor_ms,
+                decision.final_fact_ms, decision.final_inductor_ms, len(decision.dropped),
+                len(ids), decision.seconds,
+                "Inductor alone" if decision.choice == "inductor" else "FACT+Inductor")
+    if decision.choice == "inductor":
+        return alone_fn if alone_fn is not None else inductor_alone(gm, example_inputs)
+    dropped = decision.handed_back(ids)
+    if not dropped:
+        return None
+    return _Compiled(module.handing_back(dropped, HANDED_BACK), compiled.lifted,
+                     compiled.structure, compiled.policy)

@@ -1,7 +1,8 @@
 """The ``fact`` command.
 
 ``fact optimize PROBLEM.py [--precision fp32|tf32|bf16] [--out DIR] [--jobs N] [--json PATH]
-[--problem-name NAME] [--inductor] [--max-autotune] [--progress|--no-progress] [-v]``
+[--problem-name NAME] [--inductor] [--max-autotune] [--remainder inductor|aten]
+[--ablation-budget SECONDS] [--no-measure] [--progress|--no-progress] [-v]``
 
 ``fact report ARTIFACT``: the artifact's report, re-rendered (:mod:`fact.report_cmd`).
 
@@ -26,6 +27,8 @@ import sys
 from typing import Sequence
 
 import torch
+
+from fact.remainder import REMAINDERS
 
 __all__ = ["main", "build_parser", "directory_arg", "count_arg", "EXIT_CODES", "EXIT_OK",
            "EXIT_NOT_VERIFIED", "EXIT_ERROR", "EXIT_NO_GPU"]
@@ -97,6 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--max-autotune", action="store_true",
                      help="also time torch.compile(mode='max-autotune') under the same policy "
                      "(its compile and autotuning take minutes on large models)")
+    opt.add_argument("--remainder", choices=REMAINDERS, default=REMAINDERS[0],
+                     help="what runs the nodes outside FACT's kernels: inductor (compiled "
+                     "around the kernels, the default) or aten (op by op)")
+    opt.add_argument("--ablation-budget", type=float, default=120.0, metavar="SECONDS",
+                     help="seconds the per-pattern ablation may take (0: only FACT+Inductor "
+                     "against Inductor alone; default 120)")
+    opt.add_argument("--no-measure", action="store_true",
+                     help="use FACT+Inductor as built: no timing against Inductor alone, no "
+                     "ablation")
     opt.add_argument("--trials", type=count_arg("--trials", 20), default=20,
                      help="timed trials per variant (>= 20)")
     opt.add_argument("--cache", default=None, type=directory_arg("--cache"),
@@ -168,7 +180,8 @@ def _optimize(args: argparse.Namespace, argv: Sequence[str]) -> int:
                           jobs=args.jobs, factc=args.factc, cache=args.cache,
                           tune_budget=args.tune_budget, registry=not args.no_registry,
                           inductor=args.inductor, max_autotune=args.max_autotune,
-                          problem_name=problem.name,
+                          problem_name=problem.name, remainder=args.remainder,
+                          measure=not args.no_measure, ablation_budget_s=args.ablation_budget,
                           trials=args.trials, verbose=args.verbose,
                           progress=args.progress)
     except GpuRequired as exc:

@@ -78,16 +78,37 @@ class ExportError(RuntimeError):
 def export_program(model: torch.nn.Module, example_inputs: Sequence[Any],
                    dynamic_shapes: Any = None) -> torch.export.ExportedProgram:
     """Run ``torch.export.export(model, tuple(example_inputs), dynamic_shapes=...)`` (no
-    decompositions).
+    decompositions), functionalized when it holds in-place ops (:func:`functionalized`).
 
     Raises:
         ExportError: torch.export itself failed (the original error is chained).
     """
     try:
-        return torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+        ep = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+        return functionalized(ep)
     except Exception as exc:  # torch raises many types; report them uniformly
         raise ExportError(f"torch.export.export failed for {type(model).__name__}: "
                           f"{type(exc).__name__}: {exc}") from exc
+
+
+def in_place_ops(ep: torch.export.ExportedProgram) -> list[str]:
+    """The mutable ATen ops (``aten.add_.Tensor``, ``aten.relu_.default``) an exported
+    program calls, sorted, each once."""
+    return sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"
+                   and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable})
+
+
+def functionalized(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``ep`` without in-place ops: unchanged when it has none, else
+    ``ep.run_decompositions({})`` (functionalization and no decomposition: ``out += x`` on
+    an intermediate becomes ``aten.add``, ``relu_`` ``aten.relu``, ``linear`` stays
+    ``linear``; a dropout it meets becomes the ``clone`` the canonical form drops). A write
+    to a user input, parameter or buffer stays visible as a mutation output of the graph
+    signature (``BUFFER_MUTATION``, ``USER_INPUT_MUTATION``), which the graph readers and
+    the backend refuse."""
+    if not in_place_ops(ep):
+        return ep
+    return ep.run_decompositions({})
 
 
 def export(model: torch.nn.Module, example_inputs: Sequence[Any],

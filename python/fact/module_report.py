@@ -41,6 +41,7 @@ import math
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
+from fact.composition import HANDED_BACK, INDUCTOR_FASTER, composition_lines
 from fact.families import find_family
 from fact.narrowing import narrowed_summary
 
@@ -199,7 +200,9 @@ def _render(row: Mapping[str, Any], checks: Mapping[str, Any], timings: Mapping[
             for reason, calls in reasons.items():
                 lines.append(f"  - {pid}, {calls} call{'s' if calls != 1 else ''}: {reason}")
     for pid, reason in sorted((row.get("aten_patterns") or {}).items()):
-        lines.append(f"- Pattern {pid} runs its ATen nodes, not its kernel: {reason}")
+        if reason not in (HANDED_BACK, INDUCTOR_FASTER):  # those: the composition's table
+            lines.append(f"- Pattern {pid} runs its ATen nodes, not its kernel: {reason}")
+    lines += composition_lines(row)
 
     # Timings.
     lines += ["", "| variant | median ms | min ms | max ms | trials |", "|---|---|---|---|---|"]

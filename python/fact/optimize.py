@@ -45,6 +45,8 @@ from fact.plan_summary import NothingMatched, unmatched_text
 from fact.precision import (Check, check_output, eager_precision, fact_precision, model_dtype,
                             flat_tensors, resolve_policy, tolerance)
 from fact.progress import Progress
+from fact.composition import aten_patterns, composed_module
+from fact.remainder import check_remainder
 from fact.runtime import FactModule, load, save_params
 
 __all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark",
@@ -85,6 +87,12 @@ class OptimizeOptions:
             the steps that need no GPU run and :class:`fact.GpuRequired` says what is left.
         progress: compile and tune progress bars on stderr (:mod:`fact.progress`);
             ``None``: when stderr is a terminal.
+        remainder: what runs the nodes outside FACT's kernels: ``"inductor"`` (the module
+            compiled by Inductor, the kernels opaque custom ops) or ``"aten"`` (op by op;
+            :mod:`fact.remainder`).
+        measure: with ``"inductor"`` on a GPU, time FACT+Inductor against Inductor alone,
+            ablate the kernel patterns and keep the faster (:mod:`fact.composition`).
+        ablation_budget_s: seconds the ablation may take (``None``: no bound; 0: none).
     """
 
     out_dir: str = "out"
@@ -101,6 +109,12 @@ class OptimizeOptions:
     verbose: bool = False
     device: str | None = None
     progress: bool | None = None
+    remainder: str = "inductor"
+    measure: bool = True
+    ablation_budget_s: float | None = 120.0
+
+    def __post_init__(self) -> None:
+        check_remainder(self.remainder)
 
 
 def _device_type(inputs: Sequence[Any], model: torch.nn.Module) -> str:
@@ -532,6 +546,9 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     for pat in (module.manifest or {}).get("patterns", []):  # the report's "before" times
         if pat.get("id") in aten_checks:
             pat["aten_ms"] = aten_checks[pat["id"]]["aten_ms"]
+    module, composition = composed_module(module, inputs, policy, options.remainder,
+                                          options.measure, options.ablation_budget_s,
+                                          options.trials)
     cuda_graph = choose_replay(module, inputs, policy, options.trials)
     checks = verify(module, model, inputs, policy)
     baseline_compile_s: dict[str, float] = {}
@@ -562,16 +579,21 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
         "fallback_reasons": module.fallback_reasons(),
         # Cutlass patterns whose kernel never runs in this module, and why (e.g. the buffer
         # a causal mask was proven from is no longer lower-triangular).
-        "aten_patterns": module.disabled_patterns(),
+        "aten_patterns": aten_patterns(module),
         # Kernel vs its own ATen nodes, timed in the module (fact.aten_check), per pattern.
         "aten_checks": {pid: {k: (_round(v) if isinstance(v, float) else
                                   [_round(x) for x in v] if isinstance(v, list) else v)
                               for k, v in r.items()} for pid, r in aten_checks.items()},
         # CUDA-graph replay against plain calls, timed in the module; the faster is kept.
         "cuda_graph": cuda_graph,
+        # What ran the nodes outside the kernels ("inductor", or "aten" also when Inductor
+        # failed: remainder_failed says why), and the measured composition (fact.composition).
+        "remainder": "inductor" if module.remainder.inductor else "aten",
+        "remainder_failed": module.remainder.failed,
+        "composition": composition.to_json() if composition is not None else None,
         # Share of eager time now in FACT kernels, in [0, 1] (fact.module_report.coverage).
         "coverage": round(coverage(module.manifest or {}, timings["eager"].median_ms,
-                                   aten=module.disabled_patterns()), 4),
+                                   aten=aten_patterns(module)), 4),
     }
     try:
         write_module_report(artifact, row, checks, timings, module.manifest or {})

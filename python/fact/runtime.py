@@ -49,6 +49,7 @@ from fact.export import GRAPH_VERSIONS
 from fact.families import family_of
 from fact.kernels import FactKernel, KernelBinding, KernelLibrary, register_binding
 from fact.manifest import check_manifest
+from fact.remainder import RemainderRunner, handed_back
 from fact.narrowing import (Narrowed, narrowed_fallback, narrowed_summary, narrowed_values,
                             stored_types)
 from fact.module_gen import (GenerationError, KernelSite, drop_identities, generate,
@@ -193,6 +194,9 @@ class FactModule(torch.nn.Module):
             (needed when the manifest has cutlass patterns).
         cuda_graph: CUDA-graph replay: ``None`` on when possible, ``True`` asked for,
             ``False`` off (:class:`fact.cuda_graph.GraphReplay`).
+        remainder: what runs the generated module: ``"aten"`` (one ATen call per node) or
+            ``"inductor"`` (``torch.compile`` of it, the kernels opaque custom ops;
+            :class:`fact.remainder.RemainderRunner`).
 
     Attributes:
         graph: the graph dict. manifest: the manifest dict (or ``None``).
@@ -203,6 +207,8 @@ class FactModule(torch.nn.Module):
         narrowed: value -> :class:`fact.narrowing.Narrowed`, the manifest's ``"narrowed"``
             values the module stores in their narrow dtype.
         generated: the generated ``torch.fx.GraphModule``.
+        remainder: the :class:`fact.remainder.RemainderRunner` that calls it.
+        library: the kernel library (``None`` without cutlass patterns).
         replay: the CUDA-graph replay of :attr:`generated`.
 
     Raises:
@@ -211,10 +217,11 @@ class FactModule(torch.nn.Module):
 
     def __init__(self, graph: dict, params: Mapping[str, torch.Tensor],
                  manifest: dict | None = None, library: KernelLibrary | None = None,
-                 cuda_graph: bool | None = None) -> None:
+                 cuda_graph: bool | None = None, remainder: str = "aten") -> None:
         super().__init__()
         self.graph = graph
         self.manifest = manifest
+        self.library = library
         #: The artifact directory it was loaded from (:func:`load`), what :meth:`save` copies.
         self.artifact_dir: str | None = None
         self.input_names = [i["name"] for i in graph["inputs"]]
@@ -254,6 +261,7 @@ class FactModule(torch.nn.Module):
             self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
                                  persistent=False)
         self._tensor_names = self._param_names + list(load_time)
+        self.remainder = RemainderRunner(self.generated, remainder)
         self.replay = GraphReplay(self._run, self.bindings, replay_blocker(self._graph), cuda_graph,
                                   requires_grad=any(t.requires_grad for t in params.values()))
         self.check_causal_buffers()
@@ -387,7 +395,34 @@ class FactModule(torch.nn.Module):
 
     def _run(self, inputs: Sequence[torch.Tensor]) -> Any:
         """The generated module on ``inputs`` and this module's tensors (no replay)."""
-        return self.generated(*inputs, *(getattr(self, n) for n in self._tensor_names))
+        return self.remainder(*inputs, *(getattr(self, n) for n in self._tensor_names))
+
+    def set_remainder(self, mode: str) -> None:
+        """Run the nodes outside the kernels under ``mode`` (:data:`fact.remainder.REMAINDERS`:
+        ``"inductor"`` compiles them on the next call); drops the CUDA-graph capture.
+
+        Raises:
+            ValueError: an unknown mode.
+        """
+        self.remainder = RemainderRunner(self.generated, mode)
+        self.replay.reset()
+
+    def handing_back(self, pattern_ids: Sequence[str], reason: str) -> "FactModule":
+        """A new module over the same graph, tensors and kernel library in which the kernel
+        patterns ``pattern_ids`` run their ATen nodes (:func:`fact.remainder.handed_back`:
+        under Inductor they are fused with the remainder). Same remainder mode and replay
+        mode; the bindings are new (their fallback counts start at zero).
+
+        Raises:
+            ValueError: an id names no kernel pattern. ArtifactError: as the constructor.
+        """
+        manifest = handed_back(self.manifest, pattern_ids, reason)
+        params = {n: getattr(self, n) for n in self._param_names}
+        module = FactModule(self.graph, params, manifest,
+                            self.library if kernel_patterns(manifest) else None,
+                            self.replay.mode, self.remainder.mode)
+        module.artifact_dir = self.artifact_dir
+        return module
 
     def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "FactModule":
         self.replay.reset()  # the captured graph reads the tensors' old addresses
@@ -505,7 +540,7 @@ def load_graph_module(graph: dict, model: torch.nn.Module | None = None,
 
 
 def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
-         cuda_graph: bool | None = None) -> FactModule:
+         cuda_graph: bool | None = None, remainder: str = "aten") -> FactModule:
     """Load ``artifact_dir`` (manifest.json, graph.json, libfact_kernels.so) as a module.
 
     Args:
@@ -513,6 +548,7 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
         model: the module the graph was exported from; its parameters and buffers are used
             (by state-dict target). Without it, ``artifact_dir/params.pt`` must hold them.
         cuda_graph: CUDA-graph replay (:class:`FactModule`): ``None`` when possible.
+        remainder: ``"aten"`` or ``"inductor"`` (:class:`FactModule`).
 
     Raises:
         ArtifactError: a file is missing or malformed, a parameter cannot be found, or a
@@ -534,6 +570,6 @@ def load(artifact_dir: str | os.PathLike, model: torch.nn.Module | None = None,
             raise ArtifactError(f"{lib_path}: missing (the manifest has cutlass patterns)")
         library = KernelLibrary(os.path.abspath(lib_path))
     params = _param_values(graph, model, artifact_dir)
-    module = FactModule(graph, params, manifest, library, cuda_graph)
+    module = FactModule(graph, params, manifest, library, cuda_graph, remainder)
     module.artifact_dir = artifact_dir
     return module
