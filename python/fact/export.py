@@ -25,6 +25,7 @@ import json
 import math
 import operator
 import os
+import warnings
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
@@ -108,7 +109,9 @@ def functionalized(ep: torch.export.ExportedProgram) -> torch.export.ExportedPro
     the backend refuse."""
     if not in_place_ops(ep):
         return ep
-    return ep.run_decompositions({})
+    with warnings.catch_warnings():  # torch 2.11's own pytree deprecation, said at every call
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        return ep.run_decompositions({})
 
 
 def export(model: torch.nn.Module, example_inputs: Sequence[Any],
