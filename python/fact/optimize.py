@@ -48,6 +48,7 @@ from fact.progress import Progress
 from fact.composition import aten_patterns, composed_module
 from fact.remainder import check_remainder
 from fact.runtime import FactModule, load, save_params
+from fact.weight_draws import drawn_weights
 
 __all__ = ["GpuRequired", "OptimizeOptions", "optimize", "verify", "benchmark",
            "uninformative_reason", "draw_inputs", "UNINFORMATIVE_FRACTION", "DRAW_SCALES",
@@ -224,6 +225,11 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
     first draw whose reference is informative. Drawn inputs whose reference is
     uninformative too are recorded but not checked.
 
+    When no input draw is informative either and the model holds parameters whose elements
+    are all equal (a zero-initialized classifier head, :mod:`fact.weight_draws`), those are
+    drawn for one more check on ``randn x1`` inputs (the draw named ``"randn x1, drawn
+    weights (...)"``), and restored afterwards.
+
     Verdict (``fact.ok``): on informative own inputs, exactly the check on them. Otherwise
     the check on own inputs must pass *and* FACT must pass on the informative draw; when no
     draw is informative, verification fails and says so.
@@ -265,14 +271,13 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
     if not own_why:
         return {**own, "draws": draws}
 
-    for scale in DRAW_SCALES:
-        name = f"randn x{scale:g}"
-        drawn = draw_inputs(inputs, scale)
+    def decide(name: str, scale: float | None, drawn: Sequence[Any]) -> dict[str, Any] | None:
+        """The verdict on ``drawn`` when its reference is informative, else None."""
         ref = float64_reference(model, drawn)
         why = uninformative_reason(ref)
         if why:
             record(name, scale, why, None, None)
-            continue
+            return None
         checks, fallbacks = run(drawn, ref)
         record(name, scale, "", checks, fallbacks)
         fact = checks["fact"]
@@ -289,6 +294,19 @@ def verify(fact_module: torch.nn.Module, model: torch.nn.Module, inputs: Sequenc
         verdict = dataclasses.replace(fact, ok=not reasons, reason="; ".join(reasons))
         return {**checks, "fact": verdict, "draws": draws}
 
+    for scale in DRAW_SCALES:
+        result = decide(f"randn x{scale:g}", scale, draw_inputs(inputs, scale))
+        if result is not None:
+            return result
+    # No input tells right from wrong: the model's constant parameters (a zero-initialized
+    # head) are drawn for one check, on drawn inputs (fact.weight_draws).
+    with drawn_weights(model, fact_module) as names:
+        if names:
+            shown = ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
+            result = decide(f"randn x1, drawn weights ({shown})", 1.0,
+                            draw_inputs(inputs, 1.0))
+            if result is not None:
+                return result
     whys = "; ".join(f"{d['name']}: {d['reason']}" for d in draws)
     reason = (f"the float64 reference cannot tell right from wrong on any input tried "
               f"(fewer than {UNINFORMATIVE_FRACTION:.0%} of an output's elements differ from "

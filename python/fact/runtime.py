@@ -257,6 +257,7 @@ class FactModule(torch.nn.Module):
         except GenerationError as exc:
             raise ArtifactError(f"graph {graph.get('name')!r}: {exc}") from exc
         # Re-laid out or converted once, here (in order: a converted parameter comes first).
+        self._load_time = load_time
         for name, (compute, sources) in load_time.items():
             self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
                                  persistent=False)
@@ -396,6 +397,14 @@ class FactModule(torch.nn.Module):
     def _run(self, inputs: Sequence[torch.Tensor]) -> Any:
         """The generated module on ``inputs`` and this module's tensors (no replay)."""
         return self.remainder(*inputs, *(getattr(self, n) for n in self._tensor_names))
+
+    def refresh_load_time(self) -> None:
+        """Recompute the tensors made at load (re-laid or converted weights) from the
+        parameters as they are now, in place (a captured CUDA graph keeps reading them).
+        Call it after changing a parameter in place."""
+        with torch.no_grad():
+            for name, (compute, sources) in self._load_time.items():
+                getattr(self, name).copy_(compute(*(getattr(self, s) for s in sources)))
 
     def set_remainder(self, mode: str) -> None:
         """Run the nodes outside the kernels under ``mode`` (:data:`fact.remainder.REMAINDERS`:

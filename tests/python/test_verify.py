@@ -180,3 +180,53 @@ def test_fully_masked_rows_verify_when_fact_matches_eager() -> None:
     assert not checks["fact"].ok
     assert "16 elements that are not NaN where the float64 reference is NaN" in \
         checks["fact"].reason
+
+
+class _ZeroHead(nn.Module):
+    """torchvision's ViT habit: a classifier head zero-initialized, so every output is the
+    head's bias (zero) whatever the input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Linear(16, 24)
+        self.head = nn.Linear(24, 8)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.body(x)))
+
+
+class _Scaled(nn.Module):
+    """A 'FACT module' over the same tensors that is wrong by ``factor`` in the body."""
+
+    def __init__(self, model: nn.Module, factor: float) -> None:
+        super().__init__()
+        self.model, self.factor = model, factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        m = self.model
+        return m.head(torch.tanh(m.body(x) * self.factor))
+
+
+def test_a_zero_initialized_head_is_verified_with_drawn_weights_and_restored() -> None:
+    from fact.weight_draws import constant_parameters
+    model = _ZeroHead()
+    assert list(constant_parameters(model)) == ["head.weight", "head.bias"]
+    checks = verify(_Wraps(model), model, [torch.randn(8, 16)], "fp32")
+    assert checks["fact"].ok, checks["fact"].reason
+    names = [(d["name"], d["informative"]) for d in checks["draws"]]
+    assert names == [("own inputs", False)] + [(f"randn x{s:g}", False) for s in DRAW_SCALES] \
+        + [("randn x1, drawn weights (head.weight, head.bias)", True)]
+    # Restored: the head is zero again.
+    assert not model.head.weight.any() and not model.head.bias.any()
+
+
+def test_drawn_weights_expose_a_module_wrong_behind_a_zero_head() -> None:
+    model = _ZeroHead()
+    checks = verify(_Scaled(model, 1.3), model, [torch.randn(8, 16)], "fp32")
+    assert not checks["fact"].ok
+    assert checks["fact"].reason.startswith("randn x1, drawn weights (head.weight, head.bias): "
+                                            "relative Frobenius error")
+    assert not model.head.weight.any()
