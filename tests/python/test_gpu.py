@@ -155,6 +155,41 @@ extern "C" const char* fa_causal_name(void) { return "naive_cuda_attn_f32_causal
 """
 
 
+def test_the_kernel_runs_inside_inductors_code_and_replays(tmp_path, repo_root: str) -> None:
+    """remainder="inductor" on the GPU: the kernel is one opaque call in Inductor's code, the
+    ReLU after it Inductor's, the kernel runs (no fallback), and FACT's CUDA-graph replay
+    captures the Inductor-compiled call."""
+    from torch._inductor.utils import run_and_get_code
+    art = tmp_path / "artifact"
+    art.mkdir()
+    _nvcc_library(tmp_path, repo_root, _CUDA_KERNEL, "k.cu", art / "libfact_kernels.so")
+    model = _Linear().cuda()
+    x = torch.randn(64, 256, device="cuda")
+    write_graph(export(model, [x]), art / "graph.json")
+    pattern = {"id": "p0", "rule": "gemm", "nodes": ["linear"], "output": "linear",
+               "operands": {"a": "x", "b": "p_fc_weight", "bias": "p_fc_bias"},
+               "problem": {"kind": "gemm", "m": 64, "n": 128, "k": 256, "l": 1, "lda": 256,
+                           "ldb": 256, "ldd": 128, "batch_stride_a": 0, "batch_stride_b": 0,
+                           "batch_stride_d": 0, "bias": "n", "alpha": 1.0, "beta": 1.0},
+               "impl": "cutlass", "kernel": "naive_cuda_gemm_f32_tn", "symbol": "gk",
+               "workspace_bytes": 256, "verified": True}
+    (art / "manifest.json").write_text(json.dumps({
+        "format": "fact.manifest", "version": 1, "policy": "fp32",
+        "library": "libfact_kernels.so", "graph": "graph.json", "patterns": [pattern]}))
+    fm = load(art, model, remainder="inductor")
+    with torch.no_grad():
+        out, codes = run_and_get_code(fm, x)
+        xs = [torch.randn_like(x) for _ in range(3)]
+        outs = [fm(t) for t in xs]  # a warm-up of the kind, a capture, a replay
+    code = "\n".join(codes)
+    assert "torch.ops.fact.p0" in code and "aten.relu" not in code
+    assert fm.remainder.inductor and fm.fallback_counts() == {"p0": 0}
+    assert fm.replay.replays >= 1 and not fm.replay.failed, fm.replay.failed
+    torch.testing.assert_close(out.double(), float64_reference(model, [x]), rtol=1e-4, atol=1e-4)
+    for t, o in zip(xs, outs):
+        torch.testing.assert_close(o.double(), float64_reference(model, [t]), rtol=1e-4, atol=1e-4)
+
+
 def test_attention_abi_on_device(tmp_path, repo_root: str) -> None:
     # minGPT's block: q/k/v views of the projection read in place, O written at strides.o
     # into the [B, T, C] output, on a side stream; then traced by torch.compile.
