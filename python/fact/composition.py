@@ -9,7 +9,8 @@ So the composition is timed, on the example inputs, on the GPU in hand:
 1. **FACT+Inductor against Inductor alone**, as first built (every kernel pattern in).
 2. **Ablation, greedy, one group at a time.** A group is the kernel patterns of one kernel
    on one problem (the same GEMM in each of twelve layers is one group,
-   :func:`pattern_groups`). For each group in manifest order: the module with the group's
+   :func:`pattern_groups`). For each group, the least kernel-level gain first: the module
+   with the group's
    nodes handed back to Inductor (:func:`fact.remainder.handed_back`) is timed against the
    current module, alternating; the group is kept when the module with it is not slower,
    else dropped, and the next group is tried from there. Each variant is compiled by
@@ -130,10 +131,14 @@ class Composition:
 
 def pattern_groups(kernel_entries: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Kernel patterns (manifest entries of :func:`fact.runtime.kernel_patterns`) grouped
-    by kernel and problem, in manifest order: ``{group name: [pattern ids]}``. The name is
+    by kernel and problem: ``{group name: [pattern ids]}``, in the order the ablation tries
+    them: the least kernel-level gain first (the sum over the group of the manifest's
+    ``vendor_ms - time_ms``, what realize measured the kernel to save against the vendor
+    path; a group without both times first of all), ties in manifest order. The name is
     the kernel's, with ``#2``, ``#3`` for the same kernel on another problem."""
     keys: dict[str, str] = {}
     groups: dict[str, list[str]] = {}
+    gains: dict[str, float] = {}
     for p in kernel_entries:
         kernel = str(p.get("kernel") or p["id"])
         key = json.dumps([kernel, p.get("problem")], sort_keys=True, default=str)
@@ -141,8 +146,13 @@ def pattern_groups(kernel_entries: Sequence[Mapping[str, Any]]) -> dict[str, lis
             n = sum(1 for k in keys if json.loads(k)[0] == kernel)
             keys[key] = kernel if n == 0 else f"{kernel}#{n + 1}"
             groups[keys[key]] = []
+            gains[keys[key]] = 0.0
         groups[keys[key]].append(str(p["id"]))
-    return groups
+        vendor, own = p.get("vendor_ms"), p.get("time_ms")
+        known = isinstance(vendor, (int, float)) and isinstance(own, (int, float))
+        gains[keys[key]] += (vendor - own) if known else float("-inf")
+    order = sorted(groups, key=lambda g: gains[g])  # stable: ties stay in manifest order
+    return {g: groups[g] for g in order}
 
 
 def _ms(x: float) -> float:

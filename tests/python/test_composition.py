@@ -25,6 +25,17 @@ def test_groups_are_one_kernel_on_one_problem_in_manifest_order() -> None:
     assert pattern_groups([]) == {}
 
 
+def test_groups_are_tried_least_kernel_gain_first() -> None:
+    entries = _entries()
+    times = {"p0": (1.0, 0.5), "p3": (1.0, 0.5), "p1": (2.0, 1.9), "p2": (0.3, 0.4),
+             "p4": (None, 0.2)}
+    for e in entries:
+        vendor, own = times[e["id"]]
+        e.update(vendor_ms=vendor, time_ms=own)
+    # p4: no vendor time; gemm_a#2 loses 0.1 ms; attn saves 0.1; gemm_a saves 2 x 0.5.
+    assert list(pattern_groups(entries)) == ["p4", "gemm_a#2", "attn", "gemm_a"]
+
+
 class _Model:
     """Module ms as a sum: a base, minus what each kept group saves (negative: costs)."""
 
