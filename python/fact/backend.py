@@ -442,9 +442,9 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     returned = out_node.args[0]
     structure = type(returned) if isinstance(returned, (tuple, list)) else None
     from fact.runtime import kernel_patterns
-    disabled = [pid for pid, b in module.bindings.items() if b.disabled_reason]
+    disabled = module.disabled_patterns()
     if disabled and opts.remainder == "inductor":  # their ATen nodes, fused by Inductor
-        module = module.handing_back(disabled, "its ATen nodes measured faster (ATen check)")
+        module = module.handing_back(sorted(disabled), disabled)
     compiled = _Compiled(module, lifted, structure, policy)
     if opts.remainder == "inductor" and opts.measure:
         chosen = _measured(gm, example_inputs, compiled, work, opts)

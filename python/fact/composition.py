@@ -226,9 +226,9 @@ def composed_module(module: Any, inputs: Sequence[Any], policy: str, remainder: 
     module.set_remainder(remainder)
     if remainder != "inductor":
         return module, None
-    disabled = sorted(module.disabled_patterns())
-    if disabled:  # their ATen nodes measured faster: fused by Inductor now
-        module = module.handing_back(disabled, "its ATen nodes measured faster (ATen check)")
+    disabled = module.disabled_patterns()
+    if disabled:  # their ATen nodes run anyway: fused by Inductor now, with the reason
+        module = module.handing_back(sorted(disabled), disabled)
     ids = [p["id"] for p in kernel_patterns(module.manifest)]
     if not measure or not any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs):
         return module, None

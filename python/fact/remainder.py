@@ -88,11 +88,13 @@ class RemainderRunner:
             return self.generated(*args)
 
 
-def handed_back(manifest: Mapping | None, pattern_ids: Iterable[str], reason: str) -> dict | None:
+def handed_back(manifest: Mapping | None, pattern_ids: Iterable[str],
+                reason: str | Mapping[str, str]) -> dict | None:
     """A copy of ``manifest`` where the kernel patterns named in ``pattern_ids`` (a kernel
     pattern's id, or a vendor pattern's fused tail's ``<id>_tail``) are marked
-    ``impl: "aten"`` with ``aten_reason`` = ``reason``: a module built from it runs their
-    ATen nodes as part of the remainder. ``None`` stays ``None``.
+    ``impl: "aten"`` with ``aten_reason`` = ``reason`` (one for all, or id -> reason): a
+    module built from it runs their ATen nodes as part of the remainder. ``None`` stays
+    ``None``.
 
     Raises:
         ValueError: an id names no kernel pattern of the manifest.
@@ -105,7 +107,8 @@ def handed_back(manifest: Mapping | None, pattern_ids: Iterable[str], reason: st
     for p in out.get("patterns", []):
         for entry in (p, p.get("tail") if isinstance(p.get("tail"), dict) else None):
             if entry is not None and entry.get("impl") == "cutlass" and entry.get("id") in wanted:
-                entry.update(impl="aten", aten_reason=reason)
+                why = reason if isinstance(reason, str) else reason[entry["id"]]
+                entry.update(impl="aten", aten_reason=why)
                 found.add(entry["id"])
     missing = sorted(wanted - found)
     if missing:

@@ -416,11 +416,13 @@ class FactModule(torch.nn.Module):
         self.remainder = RemainderRunner(self.generated, mode)
         self.replay.reset()
 
-    def handing_back(self, pattern_ids: Sequence[str], reason: str) -> "FactModule":
+    def handing_back(self, pattern_ids: Sequence[str],
+                     reason: str | Mapping[str, str]) -> "FactModule":
         """A new module over the same graph, tensors and kernel library in which the kernel
-        patterns ``pattern_ids`` run their ATen nodes (:func:`fact.remainder.handed_back`:
-        under Inductor they are fused with the remainder). Same remainder mode and replay
-        mode; the bindings are new (their fallback counts start at zero).
+        patterns ``pattern_ids`` run their ATen nodes (:func:`fact.remainder.handed_back`,
+        ``reason`` one for all or per id: under Inductor they are fused with the remainder).
+        Same remainder mode and replay mode; the bindings are new (their fallback counts
+        start at zero), on the device types of this module's.
 
         Raises:
             ValueError: an id names no kernel pattern. ArtifactError: as the constructor.
@@ -431,6 +433,8 @@ class FactModule(torch.nn.Module):
                             self.library if kernel_patterns(manifest) else None,
                             self.replay.mode, self.remainder.mode)
         module.artifact_dir = self.artifact_dir
+        for pid, binding in module.bindings.items():
+            binding.device_type = self.bindings[pid].device_type
         return module
 
     def _apply(self, fn: Callable, *args: Any, **kwargs: Any) -> "FactModule":

@@ -21,9 +21,11 @@ from fact.export import export, write_graph
 from fact.runtime import load
 
 
-def _optimize_mingpt(tmp_path, lib: str, monkeypatch, model: nn.Module) -> dict:
+def _optimize_mingpt(tmp_path, lib: str, monkeypatch, model: nn.Module,
+                     remainder: str = "aten") -> dict:
     """``fact optimize`` on the small minGPT block, the stand-in engine composing the
-    attention pattern onto the host library (whose kernels take CPU tensors)."""
+    attention pattern onto the host library (whose kernels take CPU tensors); the nodes
+    outside the kernel run under ``remainder``."""
     opt = importlib.import_module("fact.optimize")  # the module (fact.optimize is a function)
     graph_art, _ = mingpt_artifact(tmp_path, lib, model=model)
     pattern = json.loads(open(os.path.join(graph_art, "manifest.json")).read())["patterns"][0]
@@ -43,7 +45,7 @@ def _optimize_mingpt(tmp_path, lib: str, monkeypatch, model: nn.Module) -> dict:
     before = torch.get_float32_matmul_precision()
     try:
         module = opt.optimize(model, [torch.randn(2, 8, 32)], precision="fp32",
-                              out_dir=str(tmp_path / "w"), trials=20)
+                              out_dir=str(tmp_path / "w"), trials=20, remainder=remainder)
     finally:
         torch.set_float32_matmul_precision(before)
     md = (tmp_path / "w" / "artifact" / "report.md").read_text()
@@ -78,6 +80,22 @@ def test_optimize_lists_the_fallback_of_an_altered_causal_buffer(
     assert f"- Pattern p0 runs its ATen nodes, not its kernel: {reason}" in r["md"]
     assert f"  - p0, {row['fallbacks']} calls: {reason}" in r["md"]
     assert "— not run: its ATen nodes run (see above)" in r["md"]
+
+
+def test_under_inductor_the_altered_causal_buffer_hands_the_pattern_back(
+        tmp_path, attention_library: str, fake_factc, monkeypatch) -> None:
+    model = MinGptAttention()
+    with torch.no_grad():
+        model.bias[0, 0, 3, 6] = 1.0
+    r = _optimize_mingpt(tmp_path, attention_library, monkeypatch, model, remainder="inductor")
+    row = r["row"]
+    assert row["verified"] and row["remainder"] == "inductor" and row["remainder_failed"] == ""
+    (reason,) = row["aten_patterns"].values()
+    assert "buffer b_bias is no longer lower-triangular" in reason  # the reason, kept
+    assert r["module"].bindings == {} and row["fallbacks"] == 0  # Inductor runs its nodes
+    assert row["composition"] is None  # CPU: nothing is timed
+    assert f"- Pattern p0 runs its ATen nodes, not its kernel: {reason}" in r["md"]
+    assert "- Remainder (the nodes outside FACT's kernels): inductor" in r["md"]
 
 
 # ------------------------------------------------------------------ with the real engine
