@@ -100,7 +100,7 @@ def test_cuda_graph_replay_is_kept_only_when_it_is_faster(monkeypatch, replay_ms
 
     monkeypatch.setattr(opt, "time_variants", fake_time)
     monkeypatch.setattr(opt.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(opt, "_device_type", lambda inputs, model: "cuda")
+    monkeypatch.setattr(opt, "inputs_device_type", lambda inputs, model: "cuda")
     got = opt.choose_replay(module, [torch.randn(2, 4)], "tf32")
     assert got == {"replay_ms": replay_ms, "plain_ms": plain_ms, "kept": kept}
     assert module.replay.seen == [("replay", None), ("plain", False)]
