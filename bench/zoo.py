@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import gc
 import json
 import logging
@@ -231,19 +230,10 @@ def _reference_device(model: torch.nn.Module) -> str:
 
 
 def float64_output(model: torch.nn.Module, inputs: list, device: str) -> Any:
-    """The model's output in float64 (:func:`fact.bench.float64_reference`). A model with
-    tied parameters (T5's shared embedding), whose float64 copies ``functional_call``
-    refuses as separate values, runs as a float64 deep copy of itself instead."""
-    from fact.bench import float64_reference, to_float64
-    tied = len(list(model.named_parameters(remove_duplicate=False))) \
-        != len(list(model.parameters()))
-    if not tied:
-        return float64_reference(model, inputs, device)
-    twin = copy.deepcopy(model).to(device=device, dtype=torch.float64)
-    try:
-        return twin(*to_float64(inputs, device))
-    finally:
-        del twin
+    """The model's output in float64 (:func:`fact.bench.float64_reference`, tied weights
+    included) on ``device``."""
+    from fact.bench import float64_reference
+    return float64_reference(model, inputs, device)
 
 
 def _verify(row: dict, checks: dict, policy: str) -> None:

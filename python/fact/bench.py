@@ -157,12 +157,17 @@ def float64_reference(model: torch.nn.Module, inputs: Sequence[Any],
     """
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    state = {name: to_float64(t, device)
+    # One float64 copy per tensor, under each of its names: a tied weight (GPT-2's lm_head
+    # and wte, T5's shared embedding) stays one tensor, so no name is left in float32 and
+    # functional_call is not handed two values for tied keys.
+    copies: dict[int, Any] = {}
+    state = {name: copies.setdefault(id(t), to_float64(t, device))
              for name, t in (*model.named_parameters(remove_duplicate=False),
                              *model.named_buffers(remove_duplicate=False))}
     try:
         with torch.no_grad():
-            return torch.func.functional_call(model, state, tuple(to_float64(list(inputs), device)))
+            return torch.func.functional_call(model, state, tuple(to_float64(list(inputs), device)),
+                                              tie_weights=False)
     except Exception as exc:  # any failure of the user's forward in float64
         raise Float64ReferenceError(
             f"the float64 reference could not be computed: the model's forward failed with float64 "

@@ -42,6 +42,26 @@ def test_the_reference_reaches_submodules_called_through_a_closure() -> None:
     assert model.mlpf(x).dtype == torch.float32
 
 
+def test_the_reference_of_a_model_with_tied_weights_is_one_float64_copy() -> None:
+    class _Tied(torch.nn.Module):  # GPT-2's habit: lm_head.weight is wte.weight
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte = torch.nn.Embedding(32, 8)
+            self.lm_head = torch.nn.Linear(8, 32, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, idx: torch.Tensor) -> torch.Tensor:
+            return self.lm_head(self.wte(idx))
+
+    torch.manual_seed(0)
+    model, idx = _Tied(), torch.randint(0, 32, (2, 5))
+    ref = float64_reference(model, [idx], device="cpu")
+    w = model.wte.weight.double()
+    torch.testing.assert_close(ref, w[idx] @ w.t(), rtol=1e-12, atol=1e-12)
+    assert model.lm_head.weight is model.wte.weight  # still tied, still float32
+    assert model.wte.weight.dtype == torch.float32
+
+
 def test_a_forward_that_cannot_run_in_float64_is_a_clear_error() -> None:
     class Float32Table(nn.Module):
         def __init__(self) -> None:
