@@ -67,7 +67,9 @@ class _Linear(torch.nn.Module):
         return torch.relu(self.fc(x))
 
 
-def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
+def _linear_artifact(tmp_path, repo_root: str) -> tuple:
+    """An artifact of :class:`_Linear` on CUDA whose linear is the naive CUDA kernel above;
+    returns (artifact path, model, an input [64, 256])."""
     art = tmp_path / "artifact"
     art.mkdir()
     _nvcc_library(tmp_path, repo_root, _CUDA_KERNEL, "k.cu", art / "libfact_kernels.so")
@@ -84,6 +86,11 @@ def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
     (art / "manifest.json").write_text(json.dumps({
         "format": "fact.manifest", "version": 1, "policy": "fp32",
         "library": "libfact_kernels.so", "graph": "graph.json", "patterns": [pattern]}))
+    return art, model, x
+
+
+def test_kernel_abi_on_device(tmp_path, repo_root: str) -> None:
+    art, model, x = _linear_artifact(tmp_path, repo_root)
     fm = load(art, model)
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
@@ -160,22 +167,7 @@ def test_the_kernel_runs_inside_inductors_code_and_replays(tmp_path, repo_root: 
     ReLU after it Inductor's, the kernel runs (no fallback), and FACT's CUDA-graph replay
     captures the Inductor-compiled call."""
     from torch._inductor.utils import run_and_get_code
-    art = tmp_path / "artifact"
-    art.mkdir()
-    _nvcc_library(tmp_path, repo_root, _CUDA_KERNEL, "k.cu", art / "libfact_kernels.so")
-    model = _Linear().cuda()
-    x = torch.randn(64, 256, device="cuda")
-    write_graph(export(model, [x]), art / "graph.json")
-    pattern = {"id": "p0", "rule": "gemm", "nodes": ["linear"], "output": "linear",
-               "operands": {"a": "x", "b": "p_fc_weight", "bias": "p_fc_bias"},
-               "problem": {"kind": "gemm", "m": 64, "n": 128, "k": 256, "l": 1, "lda": 256,
-                           "ldb": 256, "ldd": 128, "batch_stride_a": 0, "batch_stride_b": 0,
-                           "batch_stride_d": 0, "bias": "n", "alpha": 1.0, "beta": 1.0},
-               "impl": "cutlass", "kernel": "naive_cuda_gemm_f32_tn", "symbol": "gk",
-               "workspace_bytes": 256, "verified": True}
-    (art / "manifest.json").write_text(json.dumps({
-        "format": "fact.manifest", "version": 1, "policy": "fp32",
-        "library": "libfact_kernels.so", "graph": "graph.json", "patterns": [pattern]}))
+    art, model, x = _linear_artifact(tmp_path, repo_root)
     fm = load(art, model, remainder="inductor")
     with torch.no_grad():
         out, codes = run_and_get_code(fm, x)
