@@ -19,6 +19,10 @@ runs a kernel on another one:
    verified and tuned for *this* GPU either way;
 4. otherwise (no GPU here, no plan, no factc, or the rebuild failed): say so once and run
    every node as its ATen op; the kernel library is never opened.
+
+A module loaded as it is (cases 1 and 2) is composed as ``fact optimize`` composed it:
+``composition.json`` (:func:`write_composition`) gives the remainder mode and the kernel
+patterns handed back to Inductor, so a load neither re-times nor loses the decision.
 """
 
 from __future__ import annotations
@@ -37,10 +41,13 @@ from fact.environment import (ENVIRONMENT_FILE, describe, mismatches, read_envir
 from fact.log import logger, warn_once
 
 __all__ = ["cache_root", "save_artifact", "load_artifact", "rebuild_artifact", "aten_module",
-           "PLAN_FILE", "REALIZED_FILE", "keep_sources"]
+           "PLAN_FILE", "REALIZED_FILE", "COMPOSITION_FILE", "keep_sources", "write_composition",
+           "apply_composition"]
 
 PLAN_FILE = "plan.json"
 REALIZED_FILE = "realized.json"
+#: How ``fact optimize`` composed the module (:func:`write_composition`), applied at load.
+COMPOSITION_FILE = "composition.json"
 
 
 def cache_root() -> str:
@@ -60,6 +67,55 @@ def keep_sources(artifact_dir: str, plan_path: str, realized_path: str, realized
     shutil.copyfile(plan_path, os.path.join(artifact_dir, PLAN_FILE))
     shutil.copyfile(realized_path, os.path.join(artifact_dir, REALIZED_FILE))
     write_environment(artifact_dir, recorded_environment(realized, policy, tune_budget))
+
+
+def write_composition(artifact_dir: str, module: torch.nn.Module,
+                      composition: Mapping | None) -> str:
+    """Write ``artifact_dir/composition.json``: what runs ``module``'s remainder
+    (``"inductor"``/``"aten"``), the kernel patterns handed back to it (id -> reason: the
+    manifest entries the module marks ``impl: "aten"`` that the artifact's manifest has as
+    kernels) and the measured composition's record (``None`` when not measured). Returns
+    the path."""
+    from fact.runtime import kernel_patterns
+    kernels = {p["id"] for p in kernel_patterns(_manifest(artifact_dir))}
+    back = {}
+    for p in (module.manifest or {}).get("patterns", []):
+        for e in (p, p.get("tail") if isinstance(p.get("tail"), dict) else None):
+            if e is not None and e.get("impl") == "aten" and e.get("id") in kernels:
+                back[e["id"]] = e.get("aten_reason") or "handed back"
+    doc = {"format": "fact.composition", "version": 1, "remainder": module.remainder.mode,
+           "handed_back": back, "composition": dict(composition) if composition else None}
+    path = os.path.join(artifact_dir, COMPOSITION_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def apply_composition(module: torch.nn.Module, artifact_dir: str) -> torch.nn.Module:
+    """``module`` as ``artifact_dir/composition.json`` says (:func:`write_composition`): its
+    remainder mode set, the patterns handed back (a new module). Without the file, or with
+    one that cannot be read (said once), ``module`` as it is.
+    """
+    from fact.remainder import REMAINDERS
+    from fact.runtime import kernel_patterns
+    path = os.path.join(artifact_dir, COMPOSITION_FILE)
+    if not os.path.isfile(path):
+        return module
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        remainder, back = doc["remainder"], doc["handed_back"]
+        if doc.get("format") != "fact.composition" or remainder not in REMAINDERS \
+                or not isinstance(back, dict):
+            raise ValueError("not a fact.composition of version 1")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        warn_once(f"composition:{path}", f"fact: {path} is unreadable ({exc}); the module "
+                  f"runs as composed, every kernel in")
+        return module
+    module.set_remainder(remainder)
+    ids = [p["id"] for p in kernel_patterns(module.manifest) if p["id"] in back]
+    return module.handing_back(ids, {i: str(back[i]) for i in ids}) if ids else module
 
 
 def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
@@ -163,10 +219,11 @@ def rebuild_artifact(artifact_dir: str, factc: str | None = None, out_root: str 
 
 
 def _load_as_is(artifact_dir: str, model: torch.nn.Module | None):
-    """runtime.load, with a library that cannot be opened here turned into the ATen path."""
+    """runtime.load, with a library that cannot be opened here turned into the ATen path,
+    and the artifact's composition applied (:func:`apply_composition`)."""
     from fact.runtime import load
     try:
-        return load(artifact_dir, model)
+        return apply_composition(load(artifact_dir, model), artifact_dir)
     except OSError as exc:
         reason = f"the kernel library of {artifact_dir} cannot be loaded here: {exc}"
         warn_once(f"library:{artifact_dir}", f"fact: {reason}; running every node as ATen")

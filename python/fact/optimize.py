@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import torch
 
-from fact.artifact import keep_sources
+from fact.artifact import keep_sources, write_composition
 from fact.aten_check import check_aten_paths
 from fact.bench import time_variants
 from fact.export import export_program, graph_from_program, write_graph
@@ -417,6 +417,7 @@ def optimize(model: torch.nn.Module, example_inputs: Sequence[Any],
     try:
         write_module_report(artifact, row, checks, timings, module.manifest or {})
         _write_result(artifact, row, checks, timings)
+        write_composition(artifact, module, row["composition"])  # what fact.load applies
     except OSError as exc:  # the results above stand; only the report file is missing
         warnings.warn(f"fact: could not write the module report in {artifact}: {exc}")
     module.report = {"row": row, "realized": realized, "artifact": artifact,

@@ -185,3 +185,31 @@ def test_mismatches_compare_the_gpu_and_the_drivers_support() -> None:
     assert mismatches(H200, dict(here, cc="9.0", gpu="NVIDIA H100 80GB HBM3")) == {
         "gpu": ("NVIDIA H200", "NVIDIA H100 80GB HBM3")}
     assert mismatches({"gpu": None, "cc": "9.0"}, {"gpu": "X", "cc": "9.0"}) == {}
+
+
+def test_a_saved_composition_is_applied_at_load(tmp_path, build_c_library) -> None:
+    from fact.artifact import COMPOSITION_FILE, load_artifact, write_composition
+    from fact.runtime import load
+    art, model, x = linear_stub_artifact(tmp_path, build_c_library)
+    composed = load(art, model).handing_back(["p0"], "handed back to Inductor: slower")
+    composed.set_remainder("inductor")
+    write_composition(art, composed, {"choice": "fact"})
+    doc = json.loads(open(os.path.join(art, COMPOSITION_FILE)).read())
+    assert doc == {"format": "fact.composition", "version": 1, "remainder": "inductor",
+                   "handed_back": {"p0": "handed back to Inductor: slower"},
+                   "composition": {"choice": "fact"}}
+    loaded = load_artifact(art, model)
+    assert loaded.remainder.mode == "inductor" and loaded.bindings == {}
+    assert loaded.manifest["patterns"][0]["aten_reason"] == "handed back to Inductor: slower"
+    assert torch.allclose(loaded(x), model(x), rtol=1e-5, atol=1e-6)
+
+
+def test_an_unreadable_composition_loads_every_kernel_with_a_warning(tmp_path,
+                                                                      build_c_library) -> None:
+    from fact.artifact import COMPOSITION_FILE, load_artifact
+    art, model, x = linear_stub_artifact(tmp_path, build_c_library)
+    with open(os.path.join(art, COMPOSITION_FILE), "w") as f:
+        f.write('{"format": "fact.composition", "remainder": "triton", "handed_back": {}}')
+    with pytest.warns(FactWarning, match="composition.json is unreadable"):
+        loaded = load_artifact(art, model)
+    assert loaded.remainder.mode == "aten" and list(loaded.bindings) == ["p0"]
