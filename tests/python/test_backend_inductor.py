@@ -158,3 +158,29 @@ def test_in_place_ops_on_intermediates_compile_through_the_backend(tmp_path, eng
     assert said == [] and torch.equal(got, want)
     assert _commands(engine["log"]) == ["discover", "realize", "compose"]
     assert torch.equal(x, x.clone())  # (the input itself is never written)
+
+
+class _WritesItsInput(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2.0)  # a write to the caller's tensor: refused, not functionalized away
+        return self.fc(x)
+
+
+def test_a_graph_that_writes_its_input_is_refused_and_writes_it_once(tmp_path, engine,
+                                                                      monkeypatch) -> None:
+    monkeypatch.setattr(fact.log, "_said", set())
+    torch.manual_seed(0)
+    model, x = _WritesItsInput().eval(), torch.randn(4, 8)
+    before = x.clone()
+    with torch.no_grad():
+        got, said = _compile(model, [x], out_dir=str(tmp_path / "out"))
+    (text,) = said
+    assert "writes to its inputs or buffers (user_input_mutation of user_0)" in text
+    assert text.endswith("Inductor compiles the graph")
+    assert torch.equal(x, before * 2)  # written once, as eager writes it
+    assert torch.allclose(got, model.fc(before * 2), **CLOSE)
+    assert _commands(engine["log"]) == []
