@@ -26,7 +26,8 @@ from fact.export import DTYPE_NAMES
 from fact.families import Family
 
 __all__ = ["KernelLibrary", "KernelFunctions", "KernelBinding", "FactKernel", "register_binding",
-           "fact_op", "fact_multi_op", "signature", "state_version", "unaliased", "DTYPE_BY_NAME"]
+           "fact_op", "fact_multi_op", "signature", "state_version", "unaliased", "as_declared",
+           "declared_strides", "DTYPE_BY_NAME"]
 
 DTYPE_BY_NAME: dict[str, torch.dtype] = {v: k for k, v in DTYPE_NAMES.items()}
 
@@ -336,21 +337,45 @@ class FactKernel(torch.nn.Module):
                 f"inputs {', '.join(b.input_names)}")
 
 
+def declared_strides(t: dict, family: Family, shape: Sequence[Any]) -> list[Any]:
+    """The strides of a pattern's output of graph type ``t`` and this call's ``shape``: the
+    graph's ``t["strides"]`` when ``family.graph_strided_output`` and they are numbers (the
+    layout the pattern reading it was planned for), else contiguous ones."""
+    strides = t.get("strides")
+    if family.graph_strided_output and strides is not None \
+            and all(isinstance(x, int) for x in strides):
+        return list(strides)
+    out, step = [], 1
+    for size in reversed(list(shape)):
+        out.append(step)
+        step = step * size
+    return out[::-1]
+
+
 def new_output(t: dict, family: Family, device: torch.device,
                shape: Sequence[Any] | None = None) -> torch.Tensor:
-    """An empty tensor of graph type ``t`` on ``device``: contiguous, or with the graph's
-    strides ``t["strides"]`` when ``family.graph_strided_output`` (the layout the pattern
-    reading it was planned for). ``shape`` is this call's shape when the type's is symbolic
-    (a bucketed pattern's, :meth:`fact.buckets.BucketedBinding.out_shape`); strides that
-    are not numbers then give way to a contiguous tensor."""
-    dtype = DTYPE_BY_NAME[t["dtype"]]
-    strides = t.get("strides")
-    if shape is None:
-        shape = t["shape"]
-    if (family.graph_strided_output and strides is not None
-            and all(isinstance(s, int) for s in strides)):
-        return torch.empty_strided(shape, strides, dtype=dtype, device=device)
-    return torch.empty(shape, dtype=dtype, device=device)
+    """An empty tensor of graph type ``t`` on ``device`` with :func:`declared_strides`.
+    ``shape`` is this call's shape when the type's is symbolic (a bucketed pattern's,
+    :meth:`fact.buckets.BucketedBinding.out_shape`); strides that are not numbers then give
+    way to a contiguous tensor."""
+    shape = t["shape"] if shape is None else shape
+    return torch.empty_strided(shape, declared_strides(t, family, shape),
+                               dtype=DTYPE_BY_NAME[t["dtype"]], device=device)
+
+
+def as_declared(out: torch.Tensor, t: dict, family: Family,
+                shape: Sequence[Any] | None = None) -> torch.Tensor:
+    """``out`` with the strides the custom op's fake kernel declares (:func:`new_output`):
+    the kernel's own output has them; a fallback's ATen result may not (a permuted view),
+    and a compiler that planned for the declared layout (Inductor reads the fake kernel's
+    strides) must get it, so such a result is copied into it."""
+    shape = list(out.shape) if shape is None else shape
+    want = declared_strides(t, family, shape)
+    if list(out.stride()) == want or out.numel() <= 1:
+        return out
+    fixed = torch.empty_strided(out.shape, want, dtype=out.dtype, device=out.device)
+    fixed.copy_(out)
+    return fixed
 
 
 def unaliased(result: Any, inputs: Sequence[torch.Tensor], multi: bool) -> Any:
@@ -394,7 +419,8 @@ def fact_op(pattern_id: str) -> Callable:
 
         @torch.library.custom_op(f"fact::{pattern_id}", mutates_args=())
         def _op(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
-            return _bindings[handle](inputs)
+            b = _bindings[handle]
+            return as_declared(b(inputs), b.out_type, b.family, b.out_shape(inputs))
 
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> torch.Tensor:
@@ -421,7 +447,7 @@ def fact_multi_op(pattern_id: str) -> Callable:
 
         @torch.library.custom_op(f"fact::{pattern_id}_multi", mutates_args=())
         def _op(inputs: list[torch.Tensor], handle: int) -> list[torch.Tensor]:
-            return _bindings[handle](inputs)
+            return [o if o.is_contiguous() else o.contiguous() for o in _bindings[handle](inputs)]
 
         @_op.register_fake
         def _fake(inputs: list[torch.Tensor], handle: int) -> list[torch.Tensor]:

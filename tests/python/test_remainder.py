@@ -109,3 +109,19 @@ def test_a_module_handing_back_its_pattern_runs_the_aten_nodes(tmp_path,
     assert "linear" in back.aten_nodes() and "linear" not in module.aten_nodes()
     assert torch.equal(back(x), module(x))
     assert back.p_0_weight is module.p_0_weight  # the same tensors, not copies
+
+
+def test_a_result_is_returned_in_the_layout_the_fake_kernel_declares() -> None:
+    from fact.families import family_of
+    from fact.kernels import as_declared, declared_strides, new_output
+    family = family_of(gemm_stub_pattern())
+    t = {"dtype": "float32", "shape": [4, 6], "strides": [1, 4]}
+    # A fallback's ATen result may be a permuted view: it comes back contiguous when the
+    # family declares contiguous outputs, and is the very tensor when it already is.
+    view = torch.arange(24.0).reshape(6, 4).t()
+    want = declared_strides(t, family, [4, 6])
+    assert want == list(new_output(t, family, torch.device("meta")).stride())
+    fixed = as_declared(view, t, family)
+    assert list(fixed.stride()) == want and torch.equal(fixed, view)
+    same = torch.randn(4, 6)
+    assert as_declared(same, t, family) is same
