@@ -10,9 +10,13 @@ caller that hands fake tensors instead gets a callable that compiles on its firs
 
 Per subgraph, in this order (docs/09-backend.md):
 
+Every subgraph FACT refuses (the reasons below) is compiled by Inductor alone
+(:func:`inductor_alone`, as ``torch.compile``'s default backend would), with its reason said
+once; with ``remainder="aten"`` it runs as Dynamo gave it instead.
+
 1. **Scope.** Forward/inference on CUDA tensors. A graph whose tensors are not all on a
    CUDA device, or that needs autograd (grad mode on and a tensor that requires grad), is
-   returned as Dynamo gave it, with one warning per reason per process.
+   refused, with one warning per reason per process.
 2. **Export.** The parameters and buffers are lifted back into a module around the graph
    (:class:`_Lifted`), which ``torch.export`` re-traces on the user inputs, so the FACT
    graph has them as parameters and buffers (a causal-mask buffer keeps its ``"value":
@@ -25,12 +29,18 @@ Per subgraph, in this order (docs/09-backend.md):
    this GPU) without running ``factc``: a recompile or a new process costs a load.
 4. **Discover → realize → compose** (:func:`fact.optimize.compile_artifact`), with the tuning
    registry and the kernel cache, so a subgraph this GPU has seen tunes nothing and
-   compiles nothing. A subgraph with no pattern runs as Dynamo gave it (logged with the ops
-   left to ATen and why).
+   compiles nothing. A subgraph with no pattern is refused (logged with the ops left to
+   ATen and why, no warning). In-place ops on intermediates were functionalized at export
+   (:func:`fact.export.functionalized`); a graph that writes its inputs or buffers is
+   refused before anything runs.
 5. **Check.** As :func:`fact.optimize` does: an attention kernel is timed against its own
    ATen nodes and disabled when slower (:mod:`fact.aten_check`), then the module is
    verified against float64 on the example inputs (:func:`fact.optimize.verify`); a module
-   that fails runs as Dynamo gave it, with a warning.
+   that fails is refused, with a warning.
+6. **Compose with Inductor** (``remainder="inductor"``): the module's remainder is compiled
+   by Inductor around its kernels (:mod:`fact.remainder`), and with ``measure`` the
+   composition is measured (:mod:`fact.composition`: FACT+Inductor against Inductor alone,
+   the kernel groups ablated); the decision is kept in ``<key>/composition.json``.
 
 The result is a callable taking Dynamo's inputs (user inputs and the current parameters)
 and returning the graph's outputs as Dynamo expects them (a tuple).
