@@ -443,7 +443,10 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             logger.info("fact backend: subgraph %s: %s runs its ATen nodes (%.4g ms against "
                         "the kernel's %.4g)", key, pid, result["aten_ms"], result["kernel_ms"])
     module.set_remainder(opts.remainder)
-    if opts.verify:
+    disabled = module.disabled_patterns()
+    if disabled and opts.remainder == "inductor":  # their ATen nodes, fused by Inductor
+        module = module.handing_back(sorted(disabled), disabled)
+    if opts.verify:  # the module that runs: its disabled kernels' nodes handed back
         checks = verify(module, lifted, user, policy)
         if not checks["fact"].ok:
             return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
@@ -452,9 +455,6 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     returned = out_node.args[0]
     structure = type(returned) if isinstance(returned, (tuple, list)) else None
     from fact.runtime import kernel_patterns
-    disabled = module.disabled_patterns()
-    if disabled and opts.remainder == "inductor":  # their ATen nodes, fused by Inductor
-        module = module.handing_back(sorted(disabled), disabled)
     compiled = _Compiled(module, lifted, structure, policy)
     if opts.remainder == "inductor" and opts.measure:
         chosen = _measured(gm, example_inputs, compiled, work, opts)

@@ -311,10 +311,14 @@ class KernelBinding:
         return [out, *extra.values()] if extra else out
 
 
+#: Tensor types an eager call passes; any other (FakeTensor, FunctionalTensor) is a trace.
+_PLAIN = (torch.Tensor, torch.nn.Parameter, torch.nn.Buffer)
+
+
 class FactKernel(torch.nn.Module):
     """The module a generated FACT module calls for one kernel (``self.fact_p0(a, b)``):
-    its binding directly, or, while ``torch.compile``/``torch.export`` trace it, the custom
-    op ``fact::<id>`` (``fact::<id>_multi`` with extra outputs), whose fake kernel gives the
+    its binding directly, or, while ``torch.compile``/``torch.export``/Inductor's
+    ``compile_fx`` trace it, the custom op ``fact::<id>`` (``fact::<id>_multi`` with extra outputs), whose fake kernel gives the
     output's shape and dtype.
 
     Returns what :meth:`KernelBinding.__call__` returns.
@@ -327,7 +331,9 @@ class FactKernel(torch.nn.Module):
         self.op = (fact_multi_op if binding.extra_outputs else fact_op)(binding.pattern["id"])
 
     def forward(self, *inputs: torch.Tensor) -> Any:
-        if torch.compiler.is_compiling():
+        # Traced (Dynamo, export, or Inductor's own AOT trace, whose tensors are fake or
+        # functional subclasses): the custom op; real tensors: the binding itself.
+        if torch.compiler.is_compiling() or any(type(t) not in _PLAIN for t in inputs):
             return self.op(list(inputs), self.handle)
         return self.binding(inputs)
 

@@ -3,9 +3,12 @@
 
 A FACT module's generated ``torch.fx.GraphModule`` calls each FACT kernel as an opaque custom
 op (``fact::<pattern id>``, with a fake implementation) and every other node as its ATen op.
-With ``remainder="inductor"`` that GraphModule is compiled by ``torch.compile`` (Inductor,
+With ``remainder="inductor"`` that GraphModule is compiled by Inductor (``compile_fx``,
 default mode) on its first call, so the elementwise ops, reductions and norms FACT does not
-cover are fused around the kernels, as ``torch.compile`` of the model would fuse them. With
+cover are fused around the kernels, as ``torch.compile`` of the model would fuse them. Not
+through Dynamo: the GraphModule is already one graph, and Dynamo does not compile a frame
+called from a Dynamo backend's own code (the backend's callable runs under
+``torch._dynamo.disable``), where FACT's modules run. With
 ``remainder="aten"`` it runs as it is, one ATen call per node (for debugging, and where
 Inductor cannot run: no Triton, no C++ compiler).
 
@@ -17,13 +20,14 @@ nodes instead of their kernels, so that under Inductor those nodes are fused wit
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 
 from fact.log import warn_once
 
-__all__ = ["REMAINDERS", "check_remainder", "RemainderRunner", "handed_back"]
+__all__ = ["REMAINDERS", "MAX_KINDS", "check_remainder", "inductor_compile", "RemainderRunner",
+           "handed_back"]
 
 #: The remainder modes, the default first.
 REMAINDERS = ("inductor", "aten")
@@ -40,32 +44,55 @@ def check_remainder(mode: str) -> str:
     return mode
 
 
+#: Shapes (per input: shape, strides, dtype, device) one runner compiles for; a call of
+#: another kind past this many runs op by op (as ``torch.compile``'s recompile limit, 8).
+MAX_KINDS = 8
+
+
+def inductor_compile(gm: torch.fx.GraphModule, args: Sequence[Any]) -> Callable[..., Any]:
+    """``gm`` compiled by Inductor for ``args`` (``torch._inductor.compile_fx.compile_fx``,
+    default mode) on a copy of its graph (compile_fx rewrites the graph it is given; the
+    submodules, FACT's kernels among them, are shared). The result takes ``gm``'s
+    arguments and returns its outputs. Inductor traces the kernels' modules into their
+    custom ops (:class:`fact.kernels.FactKernel`: fake tensors take the op)."""
+    from torch._inductor.compile_fx import compile_fx
+    return compile_fx(torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), list(args))
+
+
+def _kind(args: Sequence[Any]) -> tuple:
+    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor)
+                 else a for a in args)
+
+
 class RemainderRunner:
     """Runs a generated module under ``mode``.
 
-    ``"inductor"``: ``torch.compile(generated)`` (default mode, compiled on the first call;
-    a new shape recompiles as ``torch.compile`` does). A call made while something else is
-    compiling or exporting (the FACT module itself traced by ``torch.compile``) runs the
-    GraphModule as it is, so the outer compile sees its ATen ops and custom ops. When
-    Inductor fails (raises while compiling or running its code), the failure is said once
-    (:attr:`failed`) and every later call runs op by op: a module never stops working
-    because Inductor cannot compile it.
+    ``"inductor"``: the GraphModule compiled by Inductor (:func:`inductor_compile`, no
+    Dynamo: the module's Python is already one graph) on the first call of each kind of
+    arguments (shapes, strides, dtypes, devices), at most :data:`MAX_KINDS` kinds; calls of
+    further kinds run op by op. A call made while something traces the FACT module (it is
+    compiled or exported itself) runs the GraphModule as it is, so the outer trace sees its
+    ATen ops and custom ops. When Inductor fails (raises while compiling or running its
+    code), the failure is said once (:attr:`failed`) and every later call runs op by op: a
+    module never stops working because Inductor cannot compile it.
 
     Args:
         generated: the generated GraphModule (inputs, then the module's tensors).
         mode: one of :data:`REMAINDERS`.
-        compile_fn: what compiles ``generated`` (``torch.compile``; tests pass a stand-in).
+        compile_fn: ``compile_fn(generated, args)`` -> a callable of ``generated``'s
+            arguments (:func:`inductor_compile`; tests pass a stand-in).
 
     Attributes:
         failed: why Inductor is not used ("" while it is, or in ``"aten"`` mode).
+        compiles: how many kinds of arguments were compiled.
     """
 
     def __init__(self, generated: torch.fx.GraphModule, mode: str,
-                 compile_fn: Callable[[torch.nn.Module], Callable[..., Any]] | None = None
-                 ) -> None:
+                 compile_fn: Callable[[torch.fx.GraphModule, Sequence[Any]],
+                                      Callable[..., Any]] | None = None) -> None:
         self.generated, self.mode = generated, check_remainder(mode)
-        self._compile = compile_fn or torch.compile
-        self._compiled: Callable[..., Any] | None = None
+        self._compile = compile_fn or inductor_compile
+        self._compiled: dict[tuple, Callable[..., Any]] = {}
         self.failed = ""
 
     @property
@@ -73,16 +100,24 @@ class RemainderRunner:
         """Whether calls go through Inductor (the mode is ``"inductor"`` and it has not failed)."""
         return self.mode == "inductor" and not self.failed
 
+    @property
+    def compiles(self) -> int:
+        return len(self._compiled)
+
     def __call__(self, *args: Any) -> Any:
         if not self.inductor or torch.compiler.is_compiling():
             return self.generated(*args)
-        if self._compiled is None:
-            self._compiled = self._compile(self.generated)
+        kind = _kind(args)
+        fn = self._compiled.get(kind)
         try:
-            return self._compiled(*args)
+            if fn is None:
+                if len(self._compiled) >= MAX_KINDS:
+                    return self.generated(*args)
+                fn = self._compiled[kind] = self._compile(self.generated, args)
+            return fn(*args)
         except Exception as exc:  # Dynamo/Inductor errors have no common base class
             self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
-            self._compiled = None
+            self._compiled.clear()
             warn_once(f"remainder:{id(self)}", f"fact: Inductor failed on the module's "
                       f"remainder ({self.failed}); its nodes run one ATen op at a time")
             return self.generated(*args)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import torch
 
-__all__ = ["constant_parameters", "drawn_weights", "WEIGHT_SEED"]
+__all__ = ["constant_parameters", "draw_parameters", "drawn_weights", "WEIGHT_SEED"]
 
 #: Seed of the drawn weights (parameter ``i`` of those drawn uses ``WEIGHT_SEED + i``).
 WEIGHT_SEED = 20261207
@@ -40,30 +40,33 @@ def constant_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]
     return out
 
 
+def draw_parameters(params: dict[str, torch.nn.Parameter]) -> None:
+    """Redraw ``params`` in place: a weight of fan-in ``k`` (its last dim) as
+    ``randn / sqrt(k)`` (the scale of PyTorch's default Linear initialization,
+    ``U(-1/sqrt(k), 1/sqrt(k))``, to within a constant), a vector as ``0.1 · randn``; a
+    generator seeded :data:`WEIGHT_SEED` + its index, on the parameter's device."""
+    with torch.no_grad():
+        for i, p in enumerate(params.values()):
+            gen = torch.Generator(device=p.device).manual_seed(WEIGHT_SEED + i)
+            scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.1
+            draw = torch.randn(p.shape, generator=gen, device=p.device,
+                               dtype=torch.float32) * scale
+            p.copy_(draw.to(p.dtype))
+
+
 @contextlib.contextmanager
 def drawn_weights(model: torch.nn.Module, fact_module: torch.nn.Module | None = None
                   ) -> Iterator[list[str]]:
-    """Redraw :func:`constant_parameters` of ``model`` in place while the block runs; yields
-    their names (empty: nothing drawn).
-
-    A weight of fan-in ``k`` (its last dim) is drawn as ``randn / sqrt(k)`` (the scale of
-    PyTorch's default Linear initialization, ``U(-1/sqrt(k), 1/sqrt(k))``, to within a
-    constant), a vector as ``0.1 · randn``; a generator seeded :data:`WEIGHT_SEED` + its
-    index, on the parameter's device. ``fact_module``'s load-time tensors
-    (:meth:`fact.runtime.FactModule.refresh_load_time`) are recomputed after the draw and
-    after the restore.
+    """Redraw :func:`constant_parameters` of ``model`` in place (:func:`draw_parameters`)
+    while the block runs; yields their names (empty: nothing drawn). ``fact_module``'s
+    load-time tensors (:meth:`fact.runtime.FactModule.refresh_load_time`) are recomputed
+    after the draw and after the restore.
     """
     params = constant_parameters(model)
     saved = {name: p.detach().clone() for name, p in params.items()}
     refresh = getattr(fact_module, "refresh_load_time", None)
     try:
-        with torch.no_grad():
-            for i, p in enumerate(params.values()):
-                gen = torch.Generator(device=p.device).manual_seed(WEIGHT_SEED + i)
-                scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.1
-                draw = torch.randn(p.shape, generator=gen, device=p.device,
-                                   dtype=torch.float32) * scale
-                p.copy_(draw.to(p.dtype))
+        draw_parameters(params)
         if params and callable(refresh):
             refresh()
         yield list(params)

@@ -38,7 +38,7 @@ def test_the_stub_kernel_module_compiles_under_inductor_with_the_kernel_opaque(
     code = "\n".join(codes)
     # The kernel is one opaque call in Inductor's code; the ReLU after it is Inductor's.
     assert "torch.ops.fact.p0" in code
-    assert "aten.relu" not in code and "aten.linear" not in code
+    assert "aten.relu.default(" not in code and "aten.linear.default(" not in code
     assert fused.fallback_counts()["p0"] >= 1  # the custom op ran the binding (CPU: ATen)
 
 
@@ -47,7 +47,7 @@ def test_an_inductor_failure_is_said_once_and_the_module_runs_op_by_op(monkeypat
     gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()))
     compiles = []
 
-    def broken(module):
+    def broken(module, args):
         compiles.append(module)
 
         def run(*args):
@@ -69,7 +69,7 @@ def test_an_inductor_failure_is_said_once_and_the_module_runs_op_by_op(monkeypat
 
 def test_aten_mode_never_compiles() -> None:
     gm = torch.fx.symbolic_trace(torch.nn.ReLU())
-    runner = RemainderRunner(gm, "aten", compile_fn=lambda m: pytest.fail("compiled"))
+    runner = RemainderRunner(gm, "aten", compile_fn=lambda m, a: pytest.fail("compiled"))
     x = torch.randn(3)
     assert torch.equal(runner(x), torch.relu(x)) and not runner.inductor
 
@@ -125,3 +125,19 @@ def test_a_result_is_returned_in_the_layout_the_fake_kernel_declares() -> None:
     assert list(fixed.stride()) == want and torch.equal(fixed, view)
     same = torch.randn(4, 6)
     assert as_declared(same, t, family) is same
+
+
+def test_each_kind_of_arguments_compiles_once_up_to_the_limit() -> None:
+    from fact.remainder import MAX_KINDS
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    compiled = []
+
+    def stand_in(module, args):
+        compiled.append(tuple(args[0].shape))
+        return lambda *a: module(*a) + 0  # a new tensor, as compiled code returns
+
+    runner = RemainderRunner(gm, "inductor", compile_fn=stand_in)
+    for n in [2, 3, 2, 3] + list(range(4, 4 + MAX_KINDS)):
+        x = torch.randn(n)
+        assert torch.equal(runner(x), torch.relu(x))
+    assert compiled == [(n,) for n in range(2, 2 + MAX_KINDS)] and runner.compiles == MAX_KINDS
