@@ -105,10 +105,12 @@ def apply_composition(module: torch.nn.Module, artifact_dir: str) -> torch.nn.Mo
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        remainder, back = doc["remainder"], doc["handed_back"]
-        if doc.get("format") != "fact.composition" or remainder not in REMAINDERS \
-                or not isinstance(back, dict):
+        if not isinstance(doc, dict) or doc.get("format") != "fact.composition" \
+                or doc.get("version") != 1:
             raise ValueError("not a fact.composition of version 1")
+        remainder, back = doc.get("remainder"), doc.get("handed_back")
+        if remainder not in REMAINDERS or not isinstance(back, dict):
+            raise ValueError(f"remainder {remainder!r} / handed_back {back!r}")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         warn_once(f"composition:{path}", f"fact: {path} is unreadable ({exc}); the module "
                   f"runs as composed, every kernel in")
@@ -139,6 +141,16 @@ def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
     torch.save({k: v.detach().cpu() for k, v in tensors.items()},
                os.path.join(dst, PARAMS_FILE))
     module.write_source(dst)
+    path = os.path.join(dst, COMPOSITION_FILE)
+    handed = any(p.get("impl") == "aten" for p in (module.manifest or {}).get("patterns", []))
+    if os.path.isfile(path) or module.remainder.mode != "aten" or handed:
+        record = None  # the module as it is composed now; the measured record kept
+        try:
+            with open(path, encoding="utf-8") as f:
+                record = json.load(f).get("composition")
+        except (OSError, ValueError, AttributeError):
+            pass
+        write_composition(dst, module, record)
     return dst
 
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 from typing import Any, Callable, Mapping, Sequence
@@ -129,6 +130,13 @@ class BackendOptions:
             check_remainder(opts.remainder)
         except ValueError as exc:
             raise ValueError(f"fact backend: {exc}") from None
+        if not isinstance(opts.measure, bool):
+            raise ValueError(f"fact backend: measure {opts.measure!r}: expected True or False")
+        budget = opts.ablation_budget_s
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                                   or not math.isfinite(budget) or budget < 0):
+            raise ValueError(f"fact backend: ablation_budget_s {budget!r}: expected seconds "
+                             f"(a finite number >= 0) or None")
         return opts
 
 
@@ -258,9 +266,17 @@ def scope_problem(example_inputs: Sequence[Any]) -> tuple[str, str]:
 
 def inductor_alone(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
     """``gm`` compiled by Inductor alone, as ``torch.compile(backend="inductor")`` would
-    compile this subgraph (``torch._inductor.compile_fx.compile_fx``)."""
+    compile this subgraph (``torch._inductor.compile_fx.compile_fx``); when Inductor
+    raises, said once, Dynamo's graph as it is (a model never stops working because
+    Inductor cannot compile it)."""
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(gm, list(example_inputs))
+    try:
+        return compile_fx(gm, list(example_inputs))
+    except Exception as exc:  # Dynamo/Inductor errors have no common base class
+        warn_once(f"backend-inductor:{type(exc).__name__}", f"fact backend: Inductor failed "
+                  f"on a subgraph ({type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}); "
+                  f"it runs as Dynamo gave it")
+        return gm.forward
 
 
 def _as_is(gm: torch.fx.GraphModule, key: str, message: str,
@@ -487,6 +503,11 @@ def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled:
         try:
             with open(path, encoding="utf-8") as f:
                 decision = Composition.from_json(json.load(f))
+            if decision.budget_s != opts.ablation_budget_s:
+                logger.info("fact backend: %s was measured with an ablation budget of %s s, "
+                            "now %s: measuring again", path, decision.budget_s,
+                            opts.ablation_budget_s)
+                decision = None
         except (OSError, ValueError) as exc:
             logger.info("fact backend: %s unreadable (%s); measuring again", path, exc)
     from fact.precision import fact_precision
@@ -514,11 +535,15 @@ def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled:
             kernel_patterns(module.manifest)),
             lambda runners: {k: t.median_ms for k, t in time_variants(runners).items()},
             opts.ablation_budget_s)
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                json.dump(decision.to_json(), f, indent=1)
-        except OSError as exc:
-            logger.info("fact backend: could not write %s: %s", path, exc)
+        if module.remainder.failed:  # FACT ran op by op: the timing is not a decision
+            logger.info("fact backend: %s: not kept (Inductor failed on FACT's module: %s)",
+                        path, module.remainder.failed)
+        else:
+            try:
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump(decision.to_json(), f, indent=1)
+            except OSError as exc:
+                logger.info("fact backend: could not write %s: %s", path, exc)
     logger.info("fact backend: %s: FACT+Inductor %.4g ms, Inductor alone %.4g ms (first); "
                 "%.4g / %.4g ms after the ablation (%d of %d kernel patterns handed back, "
                 "%.1f s): %s", os.path.basename(work), decision.fact_ms, decision.inductor_ms,

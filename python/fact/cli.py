@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import shlex
 import sys
@@ -63,6 +64,20 @@ def directory_arg(flag: str):
     return check
 
 
+def seconds_arg(flag: str):
+    """An argparse type: a finite number of seconds >= 0, else an error naming ``flag``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not math.isfinite(value) or value < 0:
+            raise argparse.ArgumentTypeError(f"{flag} {text!r}: expected seconds (a finite "
+                                             f"number >= 0)")
+        return value
+    return parse
+
+
 def count_arg(flag: str, least: int):
     """An argparse type for an integer flag of at least ``least``, the error naming ``flag``."""
     def check(text: str) -> int:
@@ -103,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--remainder", choices=REMAINDERS, default=REMAINDERS[0],
                      help="what runs the nodes outside FACT's kernels: inductor (compiled "
                      "around the kernels, the default) or aten (op by op)")
-    opt.add_argument("--ablation-budget", type=float, default=120.0, metavar="SECONDS",
+    opt.add_argument("--ablation-budget", type=seconds_arg("--ablation-budget"), default=120.0,
+                     metavar="SECONDS",
                      help="seconds the per-pattern ablation may take (0: only FACT+Inductor "
                      "against Inductor alone; default 120)")
     opt.add_argument("--no-measure", action="store_true",

@@ -111,10 +111,12 @@ class Composition:
         Raises:
             ValueError: a member is missing or of the wrong kind.
         """
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"composition: expected an object, found {type(doc).__name__}")
         try:
             rows = [AblationRow(**r) for r in doc.get("rows", [])]
             out = cls(**{**dict(doc), "rows": rows})
-        except TypeError as exc:
+        except (TypeError, AttributeError) as exc:
             raise ValueError(f"composition: {exc}") from exc
         if out.choice not in ("fact", "inductor") or not isinstance(out.dropped, list) \
                 or not all(isinstance(p, str) for p in out.dropped):

@@ -56,11 +56,16 @@ def inductor_compile(gm: torch.fx.GraphModule, args: Sequence[Any]) -> Callable[
     arguments and returns its outputs. Inductor traces the kernels' modules into their
     custom ops (:class:`fact.kernels.FactKernel`: fake tensors take the op)."""
     from torch._inductor.compile_fx import compile_fx
-    return compile_fx(torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), list(args))
+    fn = compile_fx(torch.fx.GraphModule(gm, copy.deepcopy(gm.graph)), list(args))
+
+    def run(*call_args: Any) -> Any:  # several outputs come back as a list: gm's tuple
+        out = fn(*call_args)
+        return tuple(out) if isinstance(out, list) else out
+    return run
 
 
 def _kind(args: Sequence[Any]) -> tuple:
-    return tuple((tuple(a.shape), a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor)
+    return tuple((a.shape, a.stride(), a.dtype, a.device) if isinstance(a, torch.Tensor)
                  else a for a in args)
 
 
@@ -70,7 +75,8 @@ class RemainderRunner:
     ``"inductor"``: the GraphModule compiled by Inductor (:func:`inductor_compile`, no
     Dynamo: the module's Python is already one graph) on the first call of each kind of
     arguments (shapes, strides, dtypes, devices), at most :data:`MAX_KINDS` kinds; calls of
-    further kinds run op by op. A call made while something traces the FACT module (it is
+    further kinds run op by op (said once). A call that needs autograd (grad mode on and an
+    argument requiring grad) runs op by op: FACT's kernels have no backward. A call made while something traces the FACT module (it is
     compiled or exported itself) runs the GraphModule as it is, so the outer trace sees its
     ATen ops and custom ops. When Inductor fails (raises while compiling or running its
     code), the failure is said once (:attr:`failed`) and every later call runs op by op: a
@@ -81,6 +87,8 @@ class RemainderRunner:
         mode: one of :data:`REMAINDERS`.
         compile_fn: ``compile_fn(generated, args)`` -> a callable of ``generated``'s
             arguments (:func:`inductor_compile`; tests pass a stand-in).
+        keyed: how many leading arguments decide the kind of a call (the module's inputs;
+            its tensors after them keep their shapes); ``None``: all.
 
     Attributes:
         failed: why Inductor is not used ("" while it is, or in ``"aten"`` mode).
@@ -89,9 +97,11 @@ class RemainderRunner:
 
     def __init__(self, generated: torch.fx.GraphModule, mode: str,
                  compile_fn: Callable[[torch.fx.GraphModule, Sequence[Any]],
-                                      Callable[..., Any]] | None = None) -> None:
+                                      Callable[..., Any]] | None = None,
+                 keyed: int | None = None) -> None:
         self.generated, self.mode = generated, check_remainder(mode)
         self._compile = compile_fn or inductor_compile
+        self._keyed = keyed
         self._compiled: dict[tuple, Callable[..., Any]] = {}
         self.failed = ""
 
@@ -105,13 +115,18 @@ class RemainderRunner:
         return len(self._compiled)
 
     def __call__(self, *args: Any) -> Any:
-        if not self.inductor or torch.compiler.is_compiling():
-            return self.generated(*args)
-        kind = _kind(args)
+        if not self.inductor or torch.compiler.is_compiling() or (
+                torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad
+                                                for a in args)):
+            return self.generated(*args)  # (FACT's kernels have no backward: op by op)
+        kind = _kind(args[:self._keyed] if self._keyed is not None else args)
         fn = self._compiled.get(kind)
         try:
             if fn is None:
                 if len(self._compiled) >= MAX_KINDS:
+                    warn_once(f"remainder-kinds:{id(self)}", f"fact: the module's remainder was "
+                              f"compiled for {MAX_KINDS} kinds of inputs; calls of further "
+                              f"kinds run one ATen op at a time")
                     return self.generated(*args)
                 fn = self._compiled[kind] = self._compile(self.generated, args)
             return fn(*args)

@@ -262,7 +262,7 @@ class FactModule(torch.nn.Module):
             self.register_buffer(name, compute(*(getattr(self, s) for s in sources)),
                                  persistent=False)
         self._tensor_names = self._param_names + list(load_time)
-        self.remainder = RemainderRunner(self.generated, remainder)
+        self.remainder = RemainderRunner(self.generated, remainder, keyed=len(self.input_names))
         self.replay = GraphReplay(self._run, self.bindings, replay_blocker(self._graph), cuda_graph,
                                   requires_grad=any(t.requires_grad for t in params.values()))
         self.check_causal_buffers()
@@ -413,7 +413,7 @@ class FactModule(torch.nn.Module):
         Raises:
             ValueError: an unknown mode.
         """
-        self.remainder = RemainderRunner(self.generated, mode)
+        self.remainder = RemainderRunner(self.generated, mode, keyed=len(self.input_names))
         self.replay.reset()
 
     def handing_back(self, pattern_ids: Sequence[str],

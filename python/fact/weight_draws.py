@@ -45,13 +45,18 @@ def draw_parameters(params: dict[str, torch.nn.Parameter]) -> None:
     ``randn / sqrt(k)`` (the scale of PyTorch's default Linear initialization,
     ``U(-1/sqrt(k), 1/sqrt(k))``, to within a constant), a vector as ``0.1 · randn``; a
     generator seeded :data:`WEIGHT_SEED` + its index, on the parameter's device."""
-    with torch.no_grad():
-        for i, p in enumerate(params.values()):
-            gen = torch.Generator(device=p.device).manual_seed(WEIGHT_SEED + i)
-            scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.1
-            draw = torch.randn(p.shape, generator=gen, device=p.device,
-                               dtype=torch.float32) * scale
-            p.copy_(draw.to(p.dtype))
+    for i, p in enumerate(params.values()):
+        gen = torch.Generator(device=p.device).manual_seed(WEIGHT_SEED + i)
+        scale = 1.0 / math.sqrt(p.shape[-1]) if p.dim() >= 2 else 0.1
+        draw = torch.randn(p.shape, generator=gen, device=p.device, dtype=torch.float32) * scale
+        _write(p, draw.to(p.dtype))
+
+
+def _write(p: torch.Tensor, value: torch.Tensor) -> None:
+    """``p.copy_(value)`` without autograd; inside inference mode for an inference tensor (a
+    model built under ``torch.inference_mode()``), which can be written nowhere else."""
+    with torch.inference_mode() if p.is_inference() else torch.no_grad():
+        p.copy_(value)
 
 
 @contextlib.contextmanager
@@ -71,8 +76,7 @@ def drawn_weights(model: torch.nn.Module, fact_module: torch.nn.Module | None = 
             refresh()
         yield list(params)
     finally:
-        with torch.no_grad():
-            for name, p in params.items():
-                p.copy_(saved[name])
+        for name, p in params.items():
+            _write(p, saved[name])
         if params and callable(refresh):
             refresh()

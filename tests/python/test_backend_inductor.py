@@ -10,6 +10,7 @@ import os
 import sys
 import warnings
 
+import pytest
 import torch
 
 import fact.backend
@@ -191,3 +192,33 @@ def test_a_graph_that_writes_its_input_is_refused_and_writes_it_once(tmp_path, e
     assert torch.equal(x, before * 2)  # written once, as eager writes it
     assert torch.allclose(got, model.fc(before * 2), **CLOSE)
     assert _commands(engine["log"]) == []
+
+
+def test_the_options_are_checked_before_anything_runs() -> None:
+    parse = fact.backend.BackendOptions.parse
+    assert parse({"ablation_budget_s": None}).ablation_budget_s is None
+    for bad, match in (({"measure": "false"}, "measure 'false': expected True or False"),
+                       ({"ablation_budget_s": "10"}, "ablation_budget_s '10': expected seconds"),
+                       ({"ablation_budget_s": -1}, "ablation_budget_s -1: expected seconds"),
+                       ({"ablation_budget_s": float("nan")}, "ablation_budget_s nan"),
+                       ({"remainder": "Inductor"}, "remainder 'Inductor': expected one of")):
+        with pytest.raises(ValueError, match=match):
+            parse(bad)
+
+
+def test_an_inductor_failure_on_a_refused_subgraph_runs_dynamos_graph(
+        tmp_path, fake_factc, monkeypatch) -> None:
+    import torch._inductor.compile_fx as cfx
+    monkeypatch.setattr(fact.log, "_said", set())
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(cfx, "compile_fx", broken)
+    model, x = GraphBreak().eval(), torch.randn(4, 16)
+    with torch.no_grad():
+        got, said = _compile(model, [x], out_dir=str(tmp_path / "out"))
+        want = model(x)
+    assert torch.equal(got, want)
+    assert "fact backend: Inductor failed on a subgraph (RuntimeError: no C++ compiler); it " \
+        "runs as Dynamo gave it" in said

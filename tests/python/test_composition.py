@@ -139,3 +139,9 @@ def test_the_report_lines_give_the_choice_and_the_table() -> None:
     assert "| `B` | b | 9.0 | 8.0 | no | faster handed back to Inductor |" in lines
     assert composition_lines({}) == []
     assert HANDED_BACK != INDUCTOR_FASTER
+
+
+@pytest.mark.parametrize("doc", [None, [], "fact", 3])
+def test_a_record_that_is_not_an_object_is_a_value_error(doc) -> None:
+    with pytest.raises(ValueError, match="composition: expected an object"):
+        Composition.from_json(doc)

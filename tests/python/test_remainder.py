@@ -141,3 +141,27 @@ def test_each_kind_of_arguments_compiles_once_up_to_the_limit() -> None:
         x = torch.randn(n)
         assert torch.equal(runner(x), torch.relu(x))
     assert compiled == [(n,) for n in range(2, 2 + MAX_KINDS)] and runner.compiles == MAX_KINDS
+
+
+def test_several_outputs_come_back_as_the_modules_tuple() -> None:
+    from fact.remainder import inductor_compile
+
+    class _Two(torch.nn.Module):
+        def forward(self, x):
+            h = x * 2
+            return h, torch.relu(h)
+
+    gm = torch.fx.symbolic_trace(_Two())
+    x = torch.randn(3, 4)
+    runner = RemainderRunner(gm, "inductor", compile_fn=inductor_compile)
+    out = runner(x)
+    assert isinstance(out, tuple) and len(out) == 2 and runner.compiles == 1
+    assert torch.allclose(out[0], x * 2) and torch.allclose(out[1], torch.relu(x * 2))
+
+
+def test_a_call_that_needs_autograd_runs_op_by_op_and_inductor_stays_on() -> None:
+    gm = torch.fx.symbolic_trace(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()))
+    runner = RemainderRunner(gm, "inductor", compile_fn=lambda m, a: pytest.fail("compiled"))
+    x = torch.randn(2, 4, requires_grad=True)
+    runner(x).sum().backward()
+    assert x.grad is not None and runner.inductor and runner.compiles == 0

@@ -230,3 +230,14 @@ def test_drawn_weights_expose_a_module_wrong_behind_a_zero_head() -> None:
     assert checks["fact"].reason.startswith("randn x1, drawn weights (head.weight, head.bias): "
                                             "relative Frobenius error")
     assert not model.head.weight.any()
+
+
+def test_drawn_weights_write_inference_tensors_and_restore_them() -> None:
+    from fact.weight_draws import drawn_weights
+    with torch.inference_mode():
+        model = _ZeroHead()
+    assert model.head.weight.is_inference()
+    with drawn_weights(model) as names, torch.inference_mode():
+        assert names == ["head.weight", "head.bias"] and bool(model.head.weight.any())
+    with torch.inference_mode():
+        assert not model.head.weight.any() and not model.head.bias.any()
