@@ -279,7 +279,7 @@ def inductor_alone(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> C
         return gm.forward
 
 
-def _as_is(gm: torch.fx.GraphModule, key: str, message: str,
+def _refused(gm: torch.fx.GraphModule, key: str, message: str,
            example_inputs: Sequence[Any] | None = None,
            opts: BackendOptions | None = None) -> Callable:
     """A subgraph FACT leaves: compiled by Inductor alone (``remainder="inductor"``, when
@@ -323,7 +323,7 @@ def fact_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     opts = BackendOptions.parse(options)
     key, message = scope_problem(example_inputs)
     if key:
-        return _as_is(gm, key, message, example_inputs, opts)
+        return _refused(gm, key, message, example_inputs, opts)
     from torch._subclasses.fake_tensor import is_fake
     if any(isinstance(x, torch.Tensor) and is_fake(x) for x in example_inputs):
         return _Deferred(gm, opts)
@@ -342,7 +342,7 @@ class _Deferred:
     def __call__(self, *args: Any) -> Any:
         if self.fn is None:
             key, message = scope_problem(args)
-            self.fn = (_as_is(self.gm, key, message, args, self.opts) if key
+            self.fn = (_refused(self.gm, key, message, args, self.opts) if key
                        else _build(self.gm, args, self.opts))
         return self.fn(*args)
 
@@ -365,10 +365,10 @@ def _build(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
             return inductor_alone(gm, example_inputs)
         return gm.forward
     except GpuRequired as exc:
-        return _as_is(gm, "no-gpu", f"{str(exc).splitlines()[0]}", example_inputs, opts)
+        return _refused(gm, "no-gpu", f"{str(exc).splitlines()[0]}", example_inputs, opts)
     except (ExportError, FactcError, ArtifactError, Float64ReferenceError, OSError) as exc:
         # Said once per distinct error: another subgraph's other error is said too.
-        return _as_is(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}",
+        return _refused(gm, f"error:{type(exc).__name__}:{exc}", f"{type(exc).__name__}: {exc}",
                       example_inputs, opts)
 
 
@@ -416,7 +416,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     try:
         lifted = _Lifted(gm, example_inputs)
     except ValueError as exc:
-        return _as_is(gm, "dynamic", f"dynamic shapes: {exc}", example_inputs, opts)
+        return _refused(gm, "dynamic", f"dynamic shapes: {exc}", example_inputs, opts)
     user = lifted.user_inputs(example_inputs)
     # Outside Dynamo's tracing and compile contexts: the guards torch.export makes for a
     # dynamic dim (on its own frame's locals) must not join the guards of Dynamo's frame.
@@ -426,7 +426,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if writes:
         # Checked before anything runs: verification would run the graph, and its writes,
         # again (e.g. BatchNorm's running statistics in training mode).
-        return _as_is(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
+        return _refused(gm, "mutation", f"the graph writes to its inputs or buffers ({writes}); "
                       f"FACT compiles graphs without side effects (inference)", example_inputs,
                       opts)
     graph = graph_from_program(program, name="Subgraph", buckets=opts.buckets)
@@ -465,7 +465,7 @@ def _compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
     if opts.verify:  # the module that runs: its disabled kernels' nodes handed back
         checks = verify(module, lifted, user, policy)
         if not checks["fact"].ok:
-            return _as_is(gm, f"verify:{key}", f"subgraph {key} failed verification against "
+            return _refused(gm, f"verify:{key}", f"subgraph {key} failed verification against "
                           f"float64 ({checks['fact'].reason})", example_inputs, opts)
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     returned = out_node.args[0]
