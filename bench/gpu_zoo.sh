@@ -7,7 +7,8 @@
 # 2. bench/zoo.py once per ROWS entry MODEL:POLICY, in order, each into
 #    /tmp/zoo-rows/MODEL-POLICY.json (TUNE_BUDGET candidates a pattern, default 2;
 #    ABLATION_S seconds of ablation a subgraph, default 90; JOBS nvcc processes, default 16;
-#    MAX_AUTOTUNE=1 adds torch.compile's max-autotune-no-cudagraphs column). A row that
+#    MAX_AUTOTUNE=1 adds torch.compile's max-autotune-no-cudagraphs column; LAYERS=N builds
+#    N layers instead of the config's, same shapes a layer, for a quick check). A row that
 #    would start after DEADLINE_S seconds (default 480) is left out.
 # 3. The rows merged (bench/merge_results.py) into $OUT/zoo-<gpu>.json + .md, the log into
 #    zoo.log, the subgraphs' reports and composition files into zoo-work.tar.gz.
@@ -35,6 +36,7 @@ for row in ${ROWS:-gpt2:bf16 vit:bf16}; do
         --ablation-budget "${ABLATION_S:-90}" --jobs "${JOBS:-16}" --out-dir /tmp/zoo-work
         --results "$part")
   [ "${MAX_AUTOTUNE:-0}" = 1 ] && args+=(--max-autotune)
+  [ -n "${LAYERS:-}" ] && args+=(--layers "$LAYERS")
   python3 bench/zoo.py "${args[@]}" >> "$OUT/zoo.log" 2>&1
   echo "$row: zoo.py exit $? at $((SECONDS - start)) s"
   [ -f "$part" ] && parts+=("$part")
