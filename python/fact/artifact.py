@@ -39,6 +39,7 @@ from fact import environment
 from fact.environment import (ENVIRONMENT_FILE, describe, mismatches, read_environment,
                               recorded_environment, write_environment)
 from fact.log import logger, warn_once
+from fact.manifest import aten_reasons
 
 __all__ = ["cache_root", "save_artifact", "load_artifact", "rebuild_artifact", "aten_module",
            "PLAN_FILE", "REALIZED_FILE", "COMPOSITION_FILE", "keep_sources", "write_composition",
@@ -78,11 +79,8 @@ def write_composition(artifact_dir: str, module: torch.nn.Module,
     the path."""
     from fact.runtime import kernel_patterns
     kernels = {p["id"] for p in kernel_patterns(_manifest(artifact_dir))}
-    back = {}
-    for p in (module.manifest or {}).get("patterns", []):
-        for e in (p, p.get("tail") if isinstance(p.get("tail"), dict) else None):
-            if e is not None and e.get("impl") == "aten" and e.get("id") in kernels:
-                back[e["id"]] = e.get("aten_reason") or "handed back"
+    back = {pid: why or "handed back" for pid, why in aten_reasons(module.manifest).items()
+            if pid in kernels}
     doc = {"format": "fact.composition", "version": 1, "remainder": module.remainder.mode,
            "handed_back": back, "composition": dict(composition) if composition else None}
     path = os.path.join(artifact_dir, COMPOSITION_FILE)
@@ -142,8 +140,7 @@ def save_artifact(module: torch.nn.Module, path: str | os.PathLike) -> str:
                os.path.join(dst, PARAMS_FILE))
     module.write_source(dst)
     path = os.path.join(dst, COMPOSITION_FILE)
-    handed = any(p.get("impl") == "aten" for p in (module.manifest or {}).get("patterns", []))
-    if os.path.isfile(path) or module.remainder.mode != "aten" or handed:
+    if os.path.isfile(path) or module.remainder.mode != "aten" or aten_reasons(module.manifest):
         record = None  # the module as it is composed now; the measured record kept
         try:
             with open(path, encoding="utf-8") as f:

@@ -493,8 +493,7 @@ def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled:
     handed back (``compiled`` itself when none were). The decision is written to
     ``<work>/composition.json`` and, on a later compile of the same subgraph, read back
     instead of timed again. ``None``: keep ``compiled``."""
-    from fact.bench import time_variants
-    from fact.composition import HANDED_BACK, Composition, compose, pattern_groups
+    from fact.composition import HANDED_BACK, Composition, compose, median_timer, pattern_groups
     from fact.runtime import kernel_patterns
     module, path = compiled.module, os.path.join(work, COMPOSITION_FILE)
     ids = [p["id"] for p in kernel_patterns(module.manifest)]
@@ -522,19 +521,19 @@ def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled:
         with fact_precision(compiled.policy):
             return alone_fn(*concrete)
 
+    built: dict[frozenset, _Compiled] = {}  # the variants the ablation built, by what they drop
     if decision is None:
         def build(dropped: Sequence[str]) -> Callable[[], Any]:
             variant = compiled if not dropped else _Compiled(
                 module.handing_back(dropped, HANDED_BACK), compiled.lifted,
                 compiled.structure, compiled.policy)
+            built[frozenset(dropped)] = variant
             variant(*concrete)  # compiled here, not in the timing
             return lambda: variant(*concrete)
 
         alone()
-        decision = compose(build, alone, pattern_groups(
-            kernel_patterns(module.manifest)),
-            lambda runners: {k: t.median_ms for k, t in time_variants(runners).items()},
-            opts.ablation_budget_s)
+        decision = compose(build, alone, pattern_groups(kernel_patterns(module.manifest)),
+                           median_timer(), opts.ablation_budget_s)
         if module.remainder.failed:  # FACT ran op by op: the timing is not a decision
             logger.info("fact backend: %s: not kept (Inductor failed on FACT's module: %s)",
                         path, module.remainder.failed)
@@ -555,5 +554,7 @@ def _measured(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], compiled:
     dropped = decision.handed_back(ids)
     if not dropped:
         return None
+    if frozenset(dropped) in built:  # measured just now: compiled already
+        return built[frozenset(dropped)]
     return _Compiled(module.handing_back(dropped, HANDED_BACK), compiled.lifted,
                      compiled.structure, compiled.policy)

@@ -37,9 +37,11 @@ import torch
 
 from fact.bench import time_variants
 from fact.log import logger
+from fact.manifest import aten_reasons
 from fact.precision import fact_precision
 
 __all__ = ["AblationRow", "Composition", "pattern_groups", "compose", "composed_module",
+           "median_timer",
            "aten_patterns", "composition_lines", "HANDED_BACK", "INDUCTOR_FASTER"]
 
 #: The ``aten_reason`` of a pattern the ablation handed back to Inductor.
@@ -242,20 +244,27 @@ def composed_module(module: Any, inputs: Sequence[Any], policy: str, remainder: 
         run()  # compiled by Inductor here, not in the timing
         return run
 
-    def build(dropped: Sequence[str]) -> Any:
-        return runner(module if not dropped else module.handing_back(dropped, HANDED_BACK))
+    built: dict[frozenset, Any] = {}  # the variants the ablation built, by what they drop
 
-    def timer(runners: dict) -> dict[str, float]:
-        return {k: t.median_ms for k, t in time_variants(runners, trials=trials).items()}
+    def build(dropped: Sequence[str]) -> Any:
+        variant = module if not dropped else module.handing_back(dropped, HANDED_BACK)
+        built[frozenset(dropped)] = variant
+        return runner(variant)
 
     alone = module.handing_back(ids, INDUCTOR_FASTER) if ids else module
     composition = compose(build, runner(alone), pattern_groups(kernel_patterns(module.manifest)),
-                          timer, budget_s)
-    dropped = composition.handed_back(ids)
-    if dropped:
-        reason = INDUCTOR_FASTER if composition.choice == "inductor" else HANDED_BACK
-        module = alone if composition.choice == "inductor" else module.handing_back(dropped, reason)
-    return module, composition
+                          median_timer(trials), budget_s)
+    if composition.choice == "inductor":
+        return alone, composition
+    return built[frozenset(composition.dropped)], composition  # compiled already
+
+
+def median_timer(trials: int = 20) -> Timer:
+    """The :data:`Timer` of :func:`compose`: :func:`fact.bench.time_variants` (alternating,
+    an L2 flush before each trial on CUDA), ``trials`` trials, the median ms of each."""
+    def timer(runners: Mapping[str, Runner]) -> dict[str, float]:
+        return {k: t.median_ms for k, t in time_variants(runners, trials=trials).items()}
+    return timer
 
 
 def aten_patterns(module: Any) -> dict[str, str]:
@@ -263,10 +272,9 @@ def aten_patterns(module: Any) -> dict[str, str]:
     causal mask's buffer changed) and the manifest's kernel entries marked ``impl: "aten"``
     with an ``aten_reason`` (handed back to Inductor, or no GPU to run them on)."""
     out = dict(module.disabled_patterns())
-    for p in (module.manifest or {}).get("patterns", []):
-        for e in (p, p.get("tail") if isinstance(p.get("tail"), dict) else None):
-            if e is not None and e.get("impl") == "aten" and e.get("aten_reason"):
-                out.setdefault(str(e["id"]), str(e["aten_reason"]))
+    for pid, why in aten_reasons(module.manifest).items():
+        if why:
+            out.setdefault(pid, why)
     return out
 
 

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Any, Callable, Mapping
 
-__all__ = ["check_manifest", "IMPLS", "NARROW_DTYPES"]
+__all__ = ["check_manifest", "entries", "aten_reasons", "IMPLS", "NARROW_DTYPES"]
 
 # What runs a pattern: its FACT kernel, the vendor path, or its ATen nodes (set by the
 # loader when the kernels stay off).
@@ -25,6 +25,25 @@ NARROW_DTYPES = ("bfloat16", "float16")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  # a pattern id or an FX value name
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a C symbol prefix
 _MAX_BYTES = 1 << 48  # a workspace larger than any GPU's memory is a corrupt value
+
+
+def entries(manifest: Mapping | None) -> list[dict]:
+    """Every entry that says what runs some nodes: each pattern of ``manifest`` and, after
+    a vendor pattern whose fused tail is an entry of its own (``"tail": {...}``), that
+    tail; the manifest's own dicts, in order."""
+    out = []
+    for p in (manifest or {}).get("patterns", []):
+        out.append(p)
+        if isinstance(p.get("tail"), dict):
+            out.append(p["tail"])
+    return out
+
+
+def aten_reasons(manifest: Mapping | None) -> dict[str, str]:
+    """Entry id -> its ``aten_reason`` ("" when it has none), for the :func:`entries` marked
+    ``impl: "aten"``: kernels that run their ATen nodes (handed back, or no GPU here)."""
+    return {str(e["id"]): str(e.get("aten_reason") or "") for e in entries(manifest)
+            if e.get("impl") == "aten"}
 
 
 def _kind(v: Any) -> str:

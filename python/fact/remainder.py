@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 
 from fact.log import warn_once
+from fact.manifest import entries
 
 __all__ = ["REMAINDERS", "MAX_KINDS", "check_remainder", "inductor_compile", "RemainderRunner",
            "handed_back"]
@@ -154,12 +155,11 @@ def handed_back(manifest: Mapping | None, pattern_ids: Iterable[str],
     out = copy.deepcopy(dict(manifest))
     wanted = set(pattern_ids)
     found: set[str] = set()
-    for p in out.get("patterns", []):
-        for entry in (p, p.get("tail") if isinstance(p.get("tail"), dict) else None):
-            if entry is not None and entry.get("impl") == "cutlass" and entry.get("id") in wanted:
-                why = reason if isinstance(reason, str) else reason[entry["id"]]
-                entry.update(impl="aten", aten_reason=why)
-                found.add(entry["id"])
+    for entry in entries(out):
+        if entry.get("impl") == "cutlass" and entry.get("id") in wanted:
+            why = reason if isinstance(reason, str) else reason[entry["id"]]
+            entry.update(impl="aten", aten_reason=why)
+            found.add(entry["id"])
     missing = sorted(wanted - found)
     if missing:
         raise ValueError(f"no kernel pattern {', '.join(missing)} in the manifest")
